@@ -1,0 +1,1 @@
+"""The dataset: calendar, instruments, generator, schema, manifest."""

@@ -1,0 +1,36 @@
+"""The Arrow schemas of the two tables (SPEC §1) and the dataset's file layout."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+LEVELS = 20
+TS_TYPE = pa.timestamp("ns", tz="UTC")
+
+TRADES_SCHEMA = pa.schema(
+    [
+        ("ts", TS_TYPE),
+        ("exchange", pa.string()),
+        ("sym", pa.string()),
+        ("side", pa.string()),
+        ("price", pa.float64()),
+        ("amount", pa.float64()),
+        ("trade_id", pa.int64()),
+    ]
+)
+
+
+def book_level_columns() -> list[str]:
+    """``b1price, b1size, …, b20size, a1price, a1size, …, a20size`` in SPEC order."""
+    cols = [f"b{i}{k}" for i in range(1, LEVELS + 1) for k in ("price", "size")]
+    cols += [f"a{i}{k}" for i in range(1, LEVELS + 1) for k in ("price", "size")]
+    return cols
+
+
+BOOK_SCHEMA = pa.schema(
+    [("ts", TS_TYPE), ("exchange", pa.string()), ("sym", pa.string())]
+    + [(c, pa.float64()) for c in book_level_columns()]
+)
+
+SCHEMAS = {"trades": TRADES_SCHEMA, "book": BOOK_SCHEMA}
+TABLES = ("trades", "book")

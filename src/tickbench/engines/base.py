@@ -1,0 +1,146 @@
+"""The engine contract.
+
+An engine lives in one folder, ``engines/<name>/``, which holds:
+
+* ``engine.toml`` — its description: title, kind (``embedded`` or ``server``), how to install
+  it, the query language's file extension, and the benchmarks it cannot run, each with a
+  reason (``[unsupported]``) — gaps are data, and the support matrix is generated from them;
+* ``adapter.py`` — a class ``Adapter`` implementing :class:`Engine`;
+* ``queries/<ID>.<ext>`` — one native query per benchmark id, run as written;
+* ``README.md`` — its schema and the choices behind it.
+
+The folder name is the engine's CLI name, results key and test id. Adapters do I/O only: the
+runner (:mod:`tickbench.run`) owns the clock, the repetitions, the timeouts and the memory
+measurement. An adapter never times, sleeps, retries or flushes caches.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from tickbench.data.dataset import Dataset
+from tickbench.suites.published import QueryParams
+
+ENGINES_DIR = Path(__file__).parent
+
+
+class EngineUnavailable(Exception):
+    """The engine cannot run on this machine; the message says why and how to enable it."""
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """The contents of an ``engine.toml``."""
+
+    name: str
+    title: str
+    kind: str
+    language: str
+    extension: str
+    install: str
+    unsupported: dict[str, str] = field(default_factory=dict)
+    notes: str = ""
+
+    @classmethod
+    def read(cls, folder: Path) -> EngineInfo:
+        raw = tomllib.loads((folder / "engine.toml").read_text())
+        return cls(
+            name=folder.name,
+            title=raw["title"],
+            kind=raw["kind"],
+            language=raw["language"],
+            extension=raw["extension"],
+            install=raw["install"],
+            unsupported=dict(raw.get("unsupported", {})),
+            notes=raw.get("notes", ""),
+        )
+
+    @property
+    def folder(self) -> Path:
+        return ENGINES_DIR / self.name
+
+    def query_file(self, qid: str) -> Path:
+        return self.folder / "queries" / f"{qid}.{self.extension}"
+
+    def query_text(self, qid: str) -> str:
+        return self.query_file(qid).read_text()
+
+
+@dataclass(frozen=True)
+class LoadFigures:
+    """What a bulk load did: rows committed and bytes of input read."""
+
+    rows: int
+    input_bytes: int
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+class Engine(ABC):
+    """One engine under test, bound to a working directory and a dataset.
+
+    Lifecycle: ``start()`` → ``load()`` → ``run_query(id)``… → ``stop()``; ``start()`` after
+    ``stop()`` reopens the same loaded data (the cold protocol relies on it). ``bulk_load`` and
+    ``baseline_load`` build fresh, separate stores under ``scratch`` for W.
+    """
+
+    info: EngineInfo
+
+    def __init__(self, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
+        self.workdir = workdir
+        self.dataset = dataset
+        self.params = params
+
+    @classmethod
+    @abstractmethod
+    def probe(cls) -> str:
+        """The engine's version if it can run here; raise :class:`EngineUnavailable` if not."""
+
+    @abstractmethod
+    def start(self) -> None:
+        """Open the engine (connect, or start its server) over ``workdir``."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Close the engine and release everything :meth:`start` acquired."""
+
+    @abstractmethod
+    def load(self) -> int:
+        """Create the schema and load the query data (the 30-day and multi-exchange days) from
+        the dataset's Parquet files, durably; return the number of rows loaded."""
+
+    @abstractmethod
+    def run_query(self, qid: str) -> pa.Table:
+        """Run the native query ``qid`` and return its whole result."""
+
+    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """W: load the bulk-load day from ``fmt`` ("csv" or "parquet") into a fresh durable
+        store in ``scratch`` through tickbench's load path; return when committed."""
+        raise NotImplementedError
+
+    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """The engine's own simplest bulk path on the same files, for comparison with W."""
+        raise NotImplementedError
+
+    def storage_bytes(self) -> dict[str, int]:
+        """SE: bytes the engine uses on disk for the loaded 30-day period, after it has
+        settled, keyed by what was measured (e.g. ``{"database_file": n}``)."""
+        raise NotImplementedError
+
+    def settings(self) -> dict[str, Any]:
+        """The engine settings that matter for the results (recorded with them)."""
+        return {}
+
+    def memory_pids(self) -> list[int]:
+        """Processes whose memory a query uses (default: the runner's own, in-process)."""
+        import os
+
+        return [os.getpid()]
+
+    def query_text(self, qid: str) -> str:
+        return self.info.query_text(qid)

@@ -1,0 +1,1 @@
+"""The benchmarks as data: ids, parameters, output columns, ordering, tolerances."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import tomllib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,12 @@ class Engine(ABC):
     def probe(cls) -> str:
         """The engine's version if it can run here; raise :class:`EngineUnavailable` if not."""
 
+    @classmethod
+    def install(cls, progress: Callable[[str], None] | None = None) -> str:
+        """Install the engine into tickbench's tools directory (idempotent) and return its
+        version. Embedded engines come with tickbench's Python dependencies."""
+        return cls.probe()
+
     @abstractmethod
     def start(self) -> None:
         """Open the engine (connect, or start its server) over ``workdir``."""
@@ -137,7 +144,8 @@ class Engine(ABC):
         return {}
 
     def memory_pids(self) -> list[int]:
-        """Processes whose memory a query uses (default: the runner's own, in-process)."""
+        """Processes whose memory a query uses (default: the runner's own, in-process);
+        a server engine returns its server's pid."""
         import os
 
         return [os.getpid()]

@@ -65,6 +65,17 @@ def hash_table(table: pa.Table) -> str:
     return h.hexdigest()
 
 
+CSV_OPTIONS = pacsv.WriteOptions(quoting_style="none")
+
+
+def csv_size(table: pa.Table) -> int:
+    """Bytes of ``table`` written as the dataset's CSV (header included), without writing it:
+    SE's denominator for rows that exist only as Parquet."""
+    sink = pa.MockOutputStream()
+    pacsv.write_csv(table, sink, CSV_OPTIONS)
+    return int(sink.size())
+
+
 def combine_hashes(partition_hashes: dict[str, str]) -> str:
     """The dataset hash from ``{"<table>/<partition>": hash}``."""
     h = hashlib.blake2b(digest_size=16)
@@ -152,7 +163,7 @@ def _gen_task(args: tuple[int, cal.Partition, int, str]) -> dict[str, Any]:
         rows.append({
             "table": table, "day": part.day.isoformat(), "exchange": part.exchange,
             "sym": part.sym, "path": rel, "rows": t.num_rows, "bytes": dest.stat().st_size,
-            "hash": hash_table(t),
+            "csv_bytes": csv_size(t), "hash": hash_table(t),
         })
     return {"rows": rows}
 
@@ -260,7 +271,7 @@ def _write_bulk_csv(stage: Path, table: str, rows: list[dict[str, Any]]) -> dict
     rel = csv_path(table)
     dest = stage / rel
     dest.parent.mkdir(parents=True, exist_ok=True)
-    pacsv.write_csv(data, dest, pacsv.WriteOptions(quoting_style="none"))
+    pacsv.write_csv(data, dest, CSV_OPTIONS)
     return {"path": rel, "rows": data.num_rows, "bytes": dest.stat().st_size}
 
 
@@ -337,10 +348,15 @@ class Dataset:
         a, b = dt.date.fromisoformat(first), dt.date.fromisoformat(last)
         return [(a + dt.timedelta(days=i)).isoformat() for i in range((b - a).days + 1)]
 
-    def parquet_bytes(self, table: str, days: Iterable[str]) -> int:
+    def sizes(self, days: Iterable[str]) -> dict[str, int]:
+        """Rows, Parquet bytes and CSV bytes of both tables over ``days``."""
         wanted = set(days)
-        return sum(r["bytes"] for r in self.manifest.partitions
-                   if r["table"] == table and r["day"] in wanted)
+        rows = [r for r in self.manifest.partitions if r["day"] in wanted]
+        return {
+            "rows": sum(r["rows"] for r in rows),
+            "parquet_bytes": sum(r["bytes"] for r in rows),
+            "csv_bytes": sum(r.get("csv_bytes", 0) for r in rows),
+        }
 
     def csv_file(self, table: str) -> Path:
         return self.root / self.manifest.csv[table]["path"]

@@ -1,0 +1,1 @@
+"""Reports built from ``results.json``: terminal table, Markdown and static HTML."""

@@ -1,0 +1,1 @@
+"""The runner: the only part of tickbench that reads a clock."""

@@ -1,0 +1,173 @@
+"""Each engine runs in a worker process of its own.
+
+The worker holds the engine's adapter and times each operation itself, around the adapter
+call, with the monotonic ``perf_counter_ns`` clock: the measured interval is exactly the
+engine's work plus the transfer of the full result into the worker (what a client waits for),
+and nothing of tickbench's process-to-process traffic. The parent (:class:`EngineProcess`)
+enforces timeouts: a repetition that does not come back in time, or a worker that dies, is
+recorded for its cell, and the worker (and any server it started) is killed and restarted.
+A separate process also gives each engine its own memory figures and lets engines such as chDB,
+which allow one database path per process, coexist in one run.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tickbench.data.dataset import Dataset
+from tickbench.engines.base import Engine
+from tickbench.engines.registry import adapter_class
+from tickbench.run.memory import KIND as MEMORY_KIND
+from tickbench.run.memory import PeakMemory
+from tickbench.suites.published import QueryParams
+
+
+class CellTimeout(Exception):
+    """An operation ran past its timeout; the worker was killed."""
+
+
+class WorkerDied(Exception):
+    """The worker process ended (the engine crashed it, or it was killed)."""
+
+
+class EngineError(Exception):
+    """The adapter raised; the message is the engine's error."""
+
+
+def _serve(conn: Connection, engine: str, workdir: str, data: str, params: dict[str, Any]) -> None:
+    """The worker's loop: one request in, one reply out."""
+    os.environ.setdefault("POLARS_MAX_THREADS", str(os.cpu_count() or 1))
+    qp = QueryParams(
+        day=params["day"], week=tuple(params["week"]), month=tuple(params["month"]),
+        symbol=params["symbol"], multi_day=params["multi_day"],
+        ot_times=tuple(params["ot_times"]), nbbo_times=tuple(params["nbbo_times"]),
+    )
+    adapter: Engine = adapter_class(engine)(Path(workdir), Dataset.open(Path(data)), qp)
+    while True:
+        msg = conn.recv()
+        op = msg["op"]
+        try:
+            reply = _handle(adapter, op, msg)
+        except Exception as exc:  # noqa: BLE001 - any adapter failure is reported to the parent
+            reply = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
+        conn.send(reply)
+        if op == "exit":
+            return
+
+
+def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
+    if op == "start":
+        adapter.start()
+        return {"pids": [p for p in adapter.memory_pids() if p != os.getpid()]}
+    if op == "stop" or op == "exit":
+        adapter.stop()
+        return {}
+    if op == "info":
+        return {"version": adapter.probe(), "settings": adapter.settings()}
+    if op == "load":
+        t0 = time.perf_counter_ns()
+        rows = adapter.load()
+        return {"ns": time.perf_counter_ns() - t0, "rows": rows}
+    if op == "query":
+        mem = PeakMemory(adapter.memory_pids())
+        mem.start()
+        t0 = time.perf_counter_ns()
+        table = adapter.run_query(msg["qid"])
+        ns = time.perf_counter_ns() - t0
+        engine_mem = getattr(adapter, "query_memory_bytes", lambda: None)()
+        notes = getattr(adapter, "query_notes", lambda q: "")(msg["qid"])
+        return {
+            "ns": ns, "rows": table.num_rows, "memory": mem.delta_bytes(),
+            "memory_kind": MEMORY_KIND, "engine_memory": engine_mem, "notes": notes,
+            "answer": table if msg.get("answer") else None,
+        }
+    if op == "bulk":
+        scratch = Path(msg["scratch"])
+        load = adapter.baseline_load if msg.get("baseline") else adapter.bulk_load
+        t0 = time.perf_counter_ns()
+        figures = load(msg["fmt"], scratch)
+        return {"ns": time.perf_counter_ns() - t0, "rows": figures.rows,
+                "input_bytes": figures.input_bytes, "detail": figures.detail}
+    if op == "storage":
+        return {"bytes": adapter.storage_bytes()}
+    raise ValueError(f"unknown op {op!r}")
+
+
+class EngineProcess:
+    """The parent's handle on one engine's worker process."""
+
+    def __init__(self, engine: str, workdir: Path, data: Path, params: QueryParams) -> None:
+        self.engine = engine
+        self.args = (engine, str(workdir), str(data), params.as_dict())
+        self.proc: mp.process.BaseProcess | None = None
+        self.conn: Connection | None = None
+        self.server_pids: list[int] = []
+
+    def spawn(self) -> None:
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, *self.args), daemon=True,
+                                name=f"tickbench-{self.engine}")
+        self.proc.start()
+        child.close()
+        self.conn = parent
+
+    def call(self, timeout: float, **msg: Any) -> dict[str, Any]:
+        """Send one request and wait up to ``timeout`` seconds for its reply."""
+        if self.proc is None or self.conn is None:
+            self.spawn()
+        assert self.conn is not None and self.proc is not None
+        try:
+            self.conn.send(msg)
+            if not self.conn.poll(timeout):
+                self.kill()
+                raise CellTimeout(f"no answer within {timeout:g} s")
+            reply: dict[str, Any] = self.conn.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError) as exc:
+            code = self.proc.exitcode if self.proc else None
+            self.kill()
+            raise WorkerDied(f"the engine's process ended (exit code {code})") from exc
+        if "error" in reply:
+            raise EngineError(reply["error"])
+        if msg["op"] == "start":
+            self.server_pids = list(reply.get("pids", []))
+        return reply
+
+    def kill(self) -> None:
+        """Kill the worker and every server process it reported starting."""
+        if self.proc is not None and self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(10)
+        for pid in self.server_pids:
+            try:
+                proc = psutil.Process(pid)
+                for child in proc.children(recursive=True):
+                    child.send_signal(signal.SIGKILL)
+                proc.send_signal(signal.SIGKILL)
+            except psutil.Error:
+                pass
+        self.server_pids = []
+        self.proc = None
+        self.conn = None
+
+    def close(self, timeout: float = 120.0) -> None:
+        """Stop the engine cleanly, or kill it if it does not stop in time."""
+        if self.proc is None:
+            return
+        try:
+            self.call(timeout, op="exit")
+            assert self.proc is not None
+            self.proc.join(10)
+        except (CellTimeout, WorkerDied, EngineError):
+            pass
+        finally:
+            self.kill()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +20,7 @@ from tickbench.report import html, markdown
 from tickbench.report.terminal import print_summary
 from tickbench.results import Results, ResultsError, read_results
 from tickbench.run.published import Protocol
-from tickbench.run.session import RunConfig, RunError, check_engines, check_suite, run
+from tickbench.run.session import SUITES, RunConfig, RunError, check_engines, check_suite, run
 
 DEFAULT_SCALE = 0.05
 DEFAULT_SEED = 7
@@ -45,7 +44,7 @@ def progress_bar(label: str) -> Iterator[Progress]:
 
 
 def default_data_dir(scale: float, seed: int, symbols: int) -> Path:
-    return Path("data") / f"sf{scale:g}-seed{seed}" + (f"-sym{symbols}" if symbols else "")
+    return Path("data") / (f"sf{scale:g}-seed{seed}" + (f"-sym{symbols}" if symbols else ""))
 
 
 def _generate(out: Path, scale: float, seed: int, symbols: int, jobs: int) -> str:
@@ -87,15 +86,19 @@ def default_engines() -> list[str]:
 
 @app.command("run")
 def run_cmd(
-    engines: Annotated[str | None, typer.Option(help="comma-separated engines (default: the embedded ones available here)")] = None,
-    suite: Annotated[str, typer.Option(help="published|tick-latency|stream|concurrency|scaling|durability|all")] = "published",
+    engines: Annotated[
+        str | None, typer.Option(help="comma-separated engines (default: the embedded ones available here)")
+    ] = None,
+    suite: Annotated[str, typer.Option(help="|".join(SUITES))] = "published",
     scale: Annotated[float, typer.Option(help="scale factor when generating")] = DEFAULT_SCALE,
-    seed: Annotated[int, typer.Option(help="seed of the data (when generating) and of the random probe times")] = DEFAULT_SEED,
+    seed: Annotated[int, typer.Option(help="seed of the data (when generating) and of the probe times")] = DEFAULT_SEED,
     data: Annotated[Path | None, typer.Option(help="use this dataset (checked against its manifest)")] = None,
     out: Annotated[Path | None, typer.Option(help="output directory (default results/<time>)")] = None,
     repetitions: Annotated[int, typer.Option(help="timed repetitions per query")] = 10,
     timeout: Annotated[float, typer.Option(help="seconds per query repetition before it is a timeout")] = 300.0,
-    cold: Annotated[bool, typer.Option(help="restart the engine and drop the page cache before each repetition")] = False,
+    cold: Annotated[
+        bool, typer.Option(help="restart the engine and drop the page cache before each repetition")
+    ] = False,
     save_answers: Annotated[bool, typer.Option(help="write answers/<engine>/<ID>.parquet")] = False,
     jobs: Annotated[int, typer.Option(help="generator worker processes")] = 2,
 ) -> None:
@@ -180,15 +183,11 @@ def install_cmd(
     for name in names:
         with console.status(f"installing {name}…") as status:
             try:
-                version = adapter_class(name).install(lambda msg, s=status: s.update(msg))
+                version = adapter_class(name).install(status.update)
             except (EngineUnavailable, OSError) as exc:
                 raise fail(f"install {name}: {exc}") from None
         console.print(f"{name}: {version}")
 
 
-def main() -> None:  # pragma: no cover - the console script
-    app()
-
-
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    app()

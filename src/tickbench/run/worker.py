@@ -57,7 +57,7 @@ def _serve(conn: Connection, engine: str, workdir: str, data: str, params: dict[
         op = msg["op"]
         try:
             reply = _handle(adapter, op, msg)
-        except Exception as exc:  # noqa: BLE001 - any adapter failure is reported to the parent
+        except Exception as exc:
             reply = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
         conn.send(reply)
         if op == "exit":

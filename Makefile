@@ -1,0 +1,45 @@
+# tickbench — the two commands: `make run` and `make test`. Both create .venv and install first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: venv run test test-fast lint bench-generator install-servers screenshot clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## run: generate the default dataset, load the embedded engines, run the published suite,
+## verify every answer and write results/latest/{results.json,report.html,report.md}
+run: venv
+	$(BIN)/tickbench run --out results/latest
+
+## test: the whole test suite (server tests need `make install-servers` first; CI does it)
+test: venv
+	$(BIN)/pytest
+
+test-fast: venv
+	$(BIN)/pytest -m "not slow and not server"
+
+lint: venv
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+
+## bench-generator: generator throughput (rows/s, MB/s per table) at SF 0.1
+bench-generator: venv
+	$(BIN)/python benchmarks/generator.py --scale 0.1 --jobs 2
+
+install-servers: venv
+	$(BIN)/tickbench install postgres questdb influxdb
+
+clean:
+	rm -rf $(VENV) results data
+
+## docs: regenerate the support matrix in README.md from the engine folders
+docs: venv
+	$(BIN)/python -m tickbench.docs

@@ -1,0 +1,105 @@
+"""The command line: the stable interface of SPEC §4 and its errors on bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import TINY_HASH
+from tickbench.cli import app
+
+runner = CliRunner()
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    res = runner.invoke(app, list(args))
+    return res.exit_code, res.output
+
+
+def test_generate_prints_the_hash_and_reuses_a_matching_directory(tiny_dir: Path) -> None:
+    code, out = _invoke("generate", "--scale", "0.01", "--seed", "7", "--out", str(tiny_dir))
+    assert code == 0
+    assert out.strip().splitlines()[-1] == TINY_HASH
+
+
+@pytest.mark.parametrize("scale", ["-1", "0", "1e9", "nan"])
+def test_bad_scale_is_refused_and_writes_nothing(tmp_path: Path, scale: str) -> None:
+    out = tmp_path / "d"
+    code, text = _invoke("generate", "--scale", scale, "--out", str(out))
+    assert code == 2 and "--scale" in text
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_directory_holding_another_dataset_is_refused(tiny_dir: Path) -> None:
+    code, text = _invoke("generate", "--scale", "0.02", "--seed", "7", "--out", str(tiny_dir))
+    assert code == 2 and "different dataset" in text
+
+
+def test_non_empty_foreign_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    code, text = _invoke("generate", "--scale", "0.01", "--out", str(tmp_path))
+    assert code == 2 and "not empty" in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_unknown_engine_is_refused(tiny_dir: Path, tmp_path: Path) -> None:
+    code, text = _invoke("run", "--engines", "duckdb,nosuchdb", "--data", str(tiny_dir),
+                         "--out", str(tmp_path / "r"))
+    assert code == 2 and "nosuchdb" in text and "known:" in text
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_suite_is_refused(tiny_dir: Path, tmp_path: Path) -> None:
+    code, text = _invoke("run", "--suite", "fastest", "--data", str(tiny_dir), "--out", str(tmp_path / "r"))
+    assert code == 2 and "--suite fastest" in text
+
+
+def test_dataset_missing_a_partition_is_refused(tiny_dir: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_dir, broken)
+    victim = json.loads((broken / "manifest.json").read_text())["partitions"][5]["path"]
+    (broken / victim).unlink()
+    code, text = _invoke("run", "--engines", "duckdb", "--data", str(broken), "--out", str(tmp_path / "r"))
+    assert code == 2 and "missing" in text and victim in text
+    assert not (tmp_path / "r").exists()
+
+
+def test_dataset_with_modified_rows_is_refused(tiny_dir: Path, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_dir, broken)
+    entry = json.loads((broken / "manifest.json").read_text())["partitions"][3]
+    path = broken / entry["path"]
+    t = pq.read_table(path)
+    t = t.slice(1)  # one row fewer, and a size the manifest does not know
+    pq.write_table(t, path)
+    code, text = _invoke("run", "--engines", "duckdb", "--data", str(broken), "--out", str(tmp_path / "r"))
+    assert code == 2 and entry["path"] in text
+
+
+def test_not_a_dataset_is_refused(tmp_path: Path) -> None:
+    code, text = _invoke("run", "--engines", "duckdb", "--data", str(tmp_path), "--out", str(tmp_path / "r"))
+    assert code == 2 and "manifest" in text
+
+
+def test_engines_lists_every_engine() -> None:
+    code, text = _invoke("engines")
+    assert code == 0 and "duckdb" in text and "yes" in text
+
+
+def test_run_writes_results_reports_and_answers(tiny_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    code, text = _invoke("run", "--engines", "duckdb", "--data", str(tiny_dir), "--seed", "7",
+                         "--out", str(out), "--repetitions", "1", "--save-answers")
+    assert code == 0, text
+    for name in ("results.json", "report.html", "report.md"):
+        assert (out / name).is_file()
+    assert len(list((out / "answers" / "duckdb").glob("*.parquet"))) == 14
+    assert "T-VWAP" in (out / "report.md").read_text()
+    code, text = _invoke("report", str(out / "results.json"), "--out", str(tmp_path / "again"))
+    assert code == 0 and (tmp_path / "again" / "report.html").is_file()

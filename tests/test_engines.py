@@ -1,0 +1,84 @@
+"""Every engine × every benchmark against the reference, through the real runner, at tiny
+scale. An engine that is not installed here is skipped with the reason and the command that
+installs it (CI installs every installable engine first, so there nothing is skipped but
+engines that need a licence)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.conftest import TINY_SEED
+from tickbench import reference
+from tickbench.data.dataset import Dataset
+from tickbench.engines.registry import availability, engine_infos
+from tickbench.results import read_results
+from tickbench.run.published import Protocol
+from tickbench.run.session import RunConfig, run
+from tickbench.suites.published import BY_ID, QUERIES, QUERY_IDS, query_params
+
+
+def _engine_params() -> list[object]:
+    out = []
+    for name, info in engine_infos().items():
+        marks = [pytest.mark.slow]
+        if info.kind == "server":
+            marks.append(pytest.mark.server)
+        out.append(pytest.param(name, marks=marks, id=name))
+    return out
+
+
+@pytest.mark.parametrize("engine", _engine_params())
+def test_published_suite_verifies(engine: str, tiny: Dataset, tmp_path: Path) -> None:
+    avail = availability(engine)
+    if not avail.available:
+        pytest.skip(f"{engine} not available here: {avail.reason}")
+    info = engine_infos()[engine]
+    out = tmp_path / "run"
+    cfg = RunConfig(engines=[engine], data=tiny.root, out=out, seed=TINY_SEED,
+                    protocol=Protocol(repetitions=2, timeout_s=120, save_answers=out / "answers"))
+    run(cfg)
+    results = read_results(out / "results.json")  # also validates the schema
+    assert results.dataset.content_hash == tiny.manifest.content_hash
+    params = query_params(tiny.params, TINY_SEED)
+    by_id = {r.benchmark: r for r in results.records}
+    assert set(by_id) == set(BY_ID)
+    for q in QUERIES:
+        rec = by_id[q.id]
+        if q.id in info.unsupported:
+            assert rec.status == "unsupported" and rec.reason
+            continue
+        assert rec.status == "ok", f"{q.id}: {rec.status} {rec.reason}"
+        assert rec.verified is True
+        assert rec.stats is not None and len(rec.samples_ns) == 2 and min(rec.samples_ns) > 0
+        assert rec.query is not None and rec.query.text.strip()
+        saved = pl.read_parquet(out / "answers" / engine / f"{q.id}.parquet")
+        expected = reference.answer(q.id, tiny, params)
+        assert saved.columns == list(q.columns)
+        assert saved.height == expected.height
+    for bench in ("W", "SE"):
+        rec = by_id[bench]
+        if bench in info.unsupported:
+            assert rec.status == "not_applicable" and rec.reason
+        else:
+            assert rec.status == "ok", f"{bench}: {rec.status} {rec.reason}"
+    if "W" not in info.unsupported:
+        w = by_id["W"].figures
+        rows = sum(v["rows"] for v in tiny.manifest.csv.values())
+        for fmt in ("csv", "parquet"):
+            assert w[fmt]["rows"] == rows and w[fmt]["seconds"] > 0 and w[fmt]["baseline_seconds"] > 0
+    if "SE" not in info.unsupported:
+        se = by_id["SE"].figures
+        assert se["engine_bytes"] > 0 and 0 < se["pct_of_csv"] < 1000
+
+
+def test_unsupported_entries_name_real_benchmarks() -> None:
+    for name, info in engine_infos().items():
+        for bench, reason in info.unsupported.items():
+            assert bench in BY_ID, f"{name}: [unsupported] names unknown benchmark {bench}"
+            assert reason.strip(), f"{name}: {bench} unsupported without a reason"
+        for qid in QUERY_IDS:
+            if qid not in info.unsupported:
+                assert info.query_file(qid).is_file(), f"{name}: no query file for {qid}"

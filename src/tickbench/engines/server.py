@@ -122,7 +122,7 @@ class ServerProcess:
             try:
                 if ready():
                     return
-            except Exception:  # noqa: BLE001 - not up yet: any client error means "not ready"
+            except Exception:  # not up yet: any client error means "not ready"
                 pass
             time.sleep(0.2)
         self.stop()

@@ -17,6 +17,7 @@ venv: $(STAMP)
 ## run: generate the default dataset, load the embedded engines, run the published suite,
 ## verify every answer and write results/latest/{results.json,report.html,report.md}
 run: venv
+	rm -rf results/latest
 	$(BIN)/tickbench run --out results/latest
 
 ## test: the whole test suite (server tests need `make install-servers` first; CI does it)

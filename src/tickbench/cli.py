@@ -20,7 +20,15 @@ from tickbench.report import html, markdown
 from tickbench.report.terminal import print_summary
 from tickbench.results import Results, ResultsError, read_results
 from tickbench.run.published import Protocol
-from tickbench.run.session import SUITES, RunConfig, RunError, check_engines, check_suite, run
+from tickbench.run.session import (
+    SUITES,
+    RunConfig,
+    RunError,
+    check_engines,
+    check_suite,
+    resume_config,
+    run,
+)
 
 DEFAULT_SCALE = 0.05
 DEFAULT_SEED = 7
@@ -101,9 +109,16 @@ def run_cmd(
     ] = False,
     save_answers: Annotated[bool, typer.Option(help="write answers/<engine>/<ID>.parquet")] = False,
     jobs: Annotated[int, typer.Option(help="generator worker processes")] = 2,
+    resume: Annotated[
+        Path | None, typer.Option(help="continue the interrupted run in this directory (its settings are reused)")
+    ] = None,
 ) -> None:
     """Generate (or open) the dataset, load each engine, run, verify, write results and reports."""
     try:
+        if resume is not None:
+            cfg = resume_config(resume)
+            _run_and_report(cfg)
+            return
         names = [e.strip() for e in engines.split(",") if e.strip()] if engines else default_engines()
         check_engines(names)
         check_suite(suite)
@@ -121,19 +136,24 @@ def run_cmd(
             protocol=Protocol(repetitions=repetitions, timeout_s=timeout, cold=cold,
                               save_answers=out / "answers" if save_answers else None),
         )
-        with progress_bar("run") as bar:
-            task = bar.add_task("starting", total=None)
-
-            def progress(label: str, done: int, total: int) -> None:
-                bar.update(task, description=label, completed=done, total=total)
-
-            results = run(cfg, progress)
-        write_reports(results, out)
+        _run_and_report(cfg)
     except (DatasetError, RunError, ResultsError) as exc:
         raise fail(str(exc)) from None
+
+
+def _run_and_report(cfg: RunConfig) -> None:
+    with progress_bar("run") as bar:
+        task = bar.add_task("starting", total=None)
+
+        def progress(label: str, done: int, total: int) -> None:
+            bar.update(task, description=label, completed=done, total=total)
+
+        results = run(cfg, progress)
+    write_reports(results, cfg.out)
     print_summary(results, console)
+    out = cfg.out
     console.print(f"results: {out / 'results.json'}  report: {out / 'report.html'}, {out / 'report.md'}")
-    if any(r.status in ("wrong",) for r in results.records):
+    if any(r.status == "wrong" for r in results.records):
         raise typer.Exit(1)
 
 

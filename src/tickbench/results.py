@@ -112,6 +112,7 @@ class Results(BaseModel):
     dataset: Dataset
     params: dict[str, Any]
     environment: Environment
+    config: dict[str, Any] = Field(default_factory=dict)  # what `--resume` needs to continue
     records: list[Record] = Field(default_factory=list)
 
     def record(self, engine: str, benchmark: str) -> Record | None:

@@ -8,14 +8,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.registry import availability, engine_infos
 from tickbench.results import Dataset as DatasetInfo
-from tickbench.results import Record, Results
+from tickbench.results import Record, Results, read_results
 from tickbench.run import environment
 from tickbench.run.published import EngineRun, Protocol, ReferenceAnswers
-from tickbench.suites.published import BENCHMARKS, BY_ID, query_params
+from tickbench.suites.published import BENCHMARKS, BY_ID, QueryParams, query_params
 
 SUITES = ("published", "tick-latency", "stream", "concurrency", "scaling", "durability", "all")
 IMPLEMENTED_SUITES = ("published",)
@@ -34,6 +35,7 @@ class RunConfig:
     suite: str = "published"
     protocol: Protocol = field(default_factory=Protocol)
     verify_dataset: bool = True
+    resume: bool = False
 
 
 Progress = Callable[[str, int, int], None]  # (label, done, total)
@@ -57,26 +59,54 @@ def check_suite(suite: str) -> None:
                        f"implemented: {', '.join(IMPLEMENTED_SUITES)}")
 
 
+def config_of(cfg: RunConfig) -> dict[str, Any]:
+    p = cfg.protocol
+    return {"engines": cfg.engines, "data": str(cfg.data.resolve()), "seed": cfg.seed, "suite": cfg.suite,
+            "repetitions": p.repetitions, "warmup": p.warmup, "timeout_s": p.timeout_s,
+            "load_timeout_s": p.load_timeout_s, "load_repetitions": p.load_repetitions, "cold": p.cold,
+            "save_answers": p.save_answers is not None}
+
+
+def resume_config(out: Path) -> RunConfig:
+    """The configuration of the interrupted run in ``out``, to continue it."""
+    path = out / "results.json"
+    if not path.is_file():
+        raise RunError(f"--resume {out}: no results.json there; nothing to resume")
+    c = read_results(path).config
+    if not c:
+        raise RunError(f"--resume {out}: its results.json records no run configuration")
+    return RunConfig(
+        engines=list(c["engines"]), data=Path(c["data"]), out=out, seed=int(c["seed"]), suite=c["suite"],
+        protocol=Protocol(repetitions=c["repetitions"], warmup=c["warmup"], timeout_s=c["timeout_s"],
+                          load_timeout_s=c["load_timeout_s"], load_repetitions=c["load_repetitions"],
+                          cold=c["cold"], save_answers=out / "answers" if c["save_answers"] else None),
+        resume=True,
+    )
+
+
 def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
-    """Run the suite on every engine and write ``results.json`` after every cell."""
+    """Run the suite on every engine and write ``results.json`` after every cell.
+
+    With ``cfg.resume`` the run continues the one recorded in ``cfg.out``: cells already
+    recorded are kept as they are and not run again."""
     check_engines(cfg.engines)
     check_suite(cfg.suite)
     ds = Dataset.open(cfg.data, verify_content=cfg.verify_dataset)
     params = query_params(ds.params, cfg.seed)
     m = ds.manifest
-    results = Results(
-        run_id=uuid.uuid4().hex[:12],
-        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        suite=cfg.suite, seed=cfg.seed,
-        repetitions=cfg.protocol.repetitions, timeout_s=cfg.protocol.timeout_s,
-        dataset=DatasetInfo(root=str(ds.root), content_hash=m.content_hash, scale=m.scale,
-                            seed=m.seed, symbols=m.symbols, source=m.source,
-                            generator_version=m.generator_version),
-        params=params.as_dict(),
-        environment=environment.capture(),
-    )
-    cfg.out.mkdir(parents=True, exist_ok=True)
     results_path = cfg.out / "results.json"
+    if cfg.resume:
+        results = read_results(results_path)
+        if results.dataset.content_hash != m.content_hash:
+            raise RunError(f"--resume {cfg.out}: the run used dataset {results.dataset.content_hash}, "
+                           f"{cfg.data} holds {m.content_hash}")
+    elif results_path.exists():
+        raise RunError(f"--out {cfg.out}: already holds results.json; choose another directory, "
+                       f"or continue that run with `tickbench run --resume {cfg.out}`")
+    else:
+        results = _new_results(cfg, ds, params)
+    done_cells = {(r.engine, r.benchmark) for r in results.records}
+    cfg.out.mkdir(parents=True, exist_ok=True)
     results.write(results_path)
     protocol = cfg.protocol
     if protocol.save_answers is not None:
@@ -86,7 +116,10 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
     cells_per_engine = len(BENCHMARKS)
 
     for name in cfg.engines:
-        done = 0
+        todo = [b.id for b in BENCHMARKS if (name, b.id) not in done_cells]
+        if not todo:
+            continue
+        done = cells_per_engine - len(todo)
 
         def on_record(rec: Record, name: str = name) -> None:
             nonlocal done
@@ -98,16 +131,36 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
 
         avail = availability(name)
         if not avail.available:
-            for b in BENCHMARKS:
-                on_record(Record(engine=name, benchmark=b.id, category=BY_ID[b.id].category,
+            for bid in todo:
+                on_record(Record(engine=name, benchmark=bid, category=BY_ID[bid].category,
                                  status="unavailable", reason=avail.reason))
             results.environment.engines[name] = {"available": False, "reason": avail.reason}
             continue
         workdir = cfg.out / "work" / name
         if workdir.exists():
             shutil.rmtree(workdir)
-        meta = EngineRun(infos[name], ds, params, refs, workdir, protocol, on_record).run()
+        def already_done(bid: str, name: str = name) -> bool:
+            return (name, bid) in done_cells
+
+        meta = EngineRun(infos[name], ds, params, refs, workdir, protocol, on_record, skip=already_done).run()
         results.environment.engines[name] = {"available": True, **meta}
         results.write(results_path)
         shutil.rmtree(workdir, ignore_errors=True)
+    shutil.rmtree(cfg.out / "work", ignore_errors=True)
     return results
+
+
+def _new_results(cfg: RunConfig, ds: Dataset, params: QueryParams) -> Results:
+    m = ds.manifest
+    return Results(
+        run_id=uuid.uuid4().hex[:12],
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        suite=cfg.suite, seed=cfg.seed,
+        repetitions=cfg.protocol.repetitions, timeout_s=cfg.protocol.timeout_s,
+        dataset=DatasetInfo(root=str(ds.root), content_hash=m.content_hash, scale=m.scale,
+                            seed=m.seed, symbols=m.symbols, source=m.source,
+                            generator_version=m.generator_version),
+        params=params.as_dict(),
+        environment=environment.capture(),
+        config=config_of(cfg),
+    )

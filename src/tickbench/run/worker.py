@@ -64,6 +64,34 @@ def _serve(conn: Connection, engine: str, workdir: str, data: str, params: dict[
             return
 
 
+FAULTS_ENV = "TICKBENCH_FAULTS"
+
+
+def faults(engine: str) -> dict[str, str]:
+    """Test-only fault injection for ``engine`` from ``$TICKBENCH_FAULTS``, e.g.
+    ``duckdb:slow=0.05;duckdb:crash=O-S;duckdb:hang=O-V1;duckdb:wrong=T-V1``:
+    ``slow`` adds seconds to every query inside the timed interval, ``crash`` ends the worker
+    on that query as an engine crash would, ``hang`` never returns, ``wrong`` drops the last
+    row of the answer. Never set outside tests."""
+    out: dict[str, str] = {}
+    for item in os.environ.get(FAULTS_ENV, "").split(";"):
+        name, _, spec = item.partition(":")
+        if name.strip() == engine and "=" in spec:
+            key, _, value = spec.partition("=")
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _inject(fault: dict[str, str], qid: str) -> None:
+    if fault.get("crash") == qid:
+        os._exit(137)
+    if fault.get("hang") == qid:
+        while True:
+            time.sleep(3600)
+    if "slow" in fault:
+        time.sleep(float(fault["slow"]))
+
+
 def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
     if op == "start":
         adapter.start()
@@ -78,11 +106,16 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
         rows = adapter.load()
         return {"ns": time.perf_counter_ns() - t0, "rows": rows}
     if op == "query":
+        fault = faults(adapter.info.name)
         mem = PeakMemory(adapter.memory_pids())
         mem.start()
         t0 = time.perf_counter_ns()
         table = adapter.run_query(msg["qid"])
+        if fault:
+            _inject(fault, msg["qid"])
         ns = time.perf_counter_ns() - t0
+        if fault.get("wrong") == msg["qid"] and table.num_rows:
+            table = table.slice(0, table.num_rows - 1)
         engine_mem = getattr(adapter, "query_memory_bytes", lambda: None)()
         notes = getattr(adapter, "query_notes", lambda q: "")(msg["qid"])
         return {

@@ -1,0 +1,67 @@
+"""Failure isolation and resume: a cell that hangs, crashes its engine or answers wrong is
+recorded for that cell, the run goes on, and an interrupted run resumes where it stopped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TINY_SEED
+from tickbench.data.dataset import Dataset
+from tickbench.results import read_results
+from tickbench.run.published import Protocol
+from tickbench.run.session import RunConfig, RunError, resume_config, run
+from tickbench.run.worker import FAULTS_ENV
+from tickbench.suites.published import BY_ID, QUERY_IDS
+
+pytestmark = pytest.mark.slow
+
+
+def _cfg(tiny: Dataset, out: Path, **protocol: object) -> RunConfig:
+    return RunConfig(engines=["duckdb"], data=tiny.root, out=out, seed=TINY_SEED,
+                     protocol=Protocol(**{"repetitions": 1, "timeout_s": 20.0, **protocol}))  # type: ignore[arg-type]
+
+
+def test_hang_crash_and_wrong_answer_stay_in_their_cells(
+    tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(FAULTS_ENV, "duckdb:hang=O-V1;duckdb:crash=O-S;duckdb:wrong=T-V1")
+    results = run(_cfg(tiny, tmp_path / "r", timeout_s=5.0))
+    by_id = {r.benchmark: r for r in results.records}
+    assert by_id["O-V1"].status == "timeout"
+    assert by_id["O-S"].status == "error" and "crashed" in by_id["O-S"].reason
+    assert by_id["T-V1"].status == "wrong" and by_id["T-V1"].stats is None and not by_id["T-V1"].samples_ns
+    others = [q for q in QUERY_IDS if q not in ("O-V1", "O-S", "T-V1")]
+    assert all(by_id[q].status == "ok" and by_id[q].verified for q in others)
+    assert by_id["W"].status == "ok" and by_id["SE"].status == "ok"
+
+
+def test_interrupted_run_resumes_without_redoing_cells(
+    tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "r"
+    full = run(_cfg(tiny, tmp_path / "full"))
+    run(_cfg(tiny, out))
+    # Cut the run short as an interruption would: keep the first five cells only.
+    path = out / "results.json"
+    raw = json.loads(path.read_text())
+    kept = raw["records"][:5]
+    raw["records"] = kept
+    path.write_text(json.dumps(raw))
+    resumed = run(resume_config(out))
+    assert [(r.engine, r.benchmark) for r in resumed.records[:5]] == [(k["engine"], k["benchmark"]) for k in kept]
+    assert [r.samples_ns for r in resumed.records[:5]] == [k["samples_ns"] for k in kept]  # not redone
+    assert {(r.engine, r.benchmark) for r in resumed.records} == {(r.engine, r.benchmark) for r in full.records}
+    assert len(resumed.records) == len(BY_ID)
+    assert read_results(path).run_id == raw["run_id"]
+
+
+def test_existing_results_are_not_overwritten(tiny: Dataset, tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "results.json").write_text("{}")
+    with pytest.raises(RunError, match="--resume"):
+        run(_cfg(tiny, out))
+    assert (out / "results.json").read_text() == "{}"

@@ -16,6 +16,7 @@ canonical binary form; for the dataset, a BLAKE2b over the sorted partition hash
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import hashlib
 import json
 import os
@@ -220,6 +221,11 @@ def generate(
             out.rmdir()
         os.replace(stage, out)
         return manifest
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise DatasetError(f"--out {out}: the disk filled up while generating; nothing was kept. "
+                               f"Free space on {out.parent} or choose a smaller --scale") from exc
+        raise
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)

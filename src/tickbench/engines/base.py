@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import tomllib
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
@@ -80,6 +80,22 @@ class LoadFigures:
     rows: int
     input_bytes: int
     detail: dict[str, Any] = field(default_factory=dict)
+
+
+class IngestClient(ABC):
+    """One writer's connection to an ingest store; used from one thread at a time.
+
+    Rows are tuples in SPEC column order with ``ts`` as integer nanoseconds since the epoch.
+    :meth:`write` returns when the engine has acknowledged the rows (committed, under the
+    store's durability setting), never earlier.
+    """
+
+    @abstractmethod
+    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Write ``rows`` into ``table`` ("trades" or "book") and wait for the acknowledgement."""
+
+    def close(self) -> None:  # noqa: B027 - optional: most clients have nothing to release
+        """Release the connection."""
 
 
 class Engine(ABC):
@@ -152,3 +168,38 @@ class Engine(ABC):
 
     def query_text(self, qid: str) -> str:
         return self.info.query_text(qid)
+
+    # -- optional capability: ingest (tick-latency, stream and durability suites) ----------
+    # An engine takes part by overriding these; one that cannot says why in engine.toml's
+    # [unsupported] under the suite's name.
+
+    #: Durability settings worth comparing, name -> what it means (the first is the default).
+    ingest_durability: ClassVar[dict[str, str]] = {}
+
+    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+        """Open the ingest store at ``store`` with empty ``trades`` and ``book`` tables
+        (created if absent; reopened as they are if present, for recovery checks)."""
+        raise NotImplementedError
+
+    def ingest_client(self) -> IngestClient:
+        """A new writer connection to the open ingest store."""
+        raise NotImplementedError
+
+    def ingest_read(self, table: str, sym: str) -> pa.Table:
+        """Every row of ``sym`` in ``table`` of the ingest store, in time order."""
+        raise NotImplementedError
+
+    def ingest_count(self, table: str) -> int:
+        """Rows of ``table`` in the ingest store visible to a new query now."""
+        raise NotImplementedError
+
+    def ingest_latest(self) -> pa.Table:
+        """The market snapshot: the latest book row per sym (``sym, ts, b1price, a1price``)."""
+        raise NotImplementedError
+
+    def ingest_close(self) -> None:  # noqa: B027 - optional: nothing to close by default
+        """Close the ingest store (its data stays on disk)."""
+
+    @classmethod
+    def supports_ingest(cls) -> bool:
+        return cls.ingest_open is not Engine.ingest_open

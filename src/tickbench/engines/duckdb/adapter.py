@@ -4,21 +4,62 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import duckdb
 import pyarrow as pa
 
 from tickbench.data.calendar import BULK_DAY
-from tickbench.engines.base import Engine, LoadFigures
+from tickbench.data.schema import SCHEMAS
+from tickbench.engines.base import Engine, IngestClient, LoadFigures
 
 SCHEMA = (Path(__file__).parent / "schema.sql").read_text()
 PARAM = re.compile(r"\$([a-z_]+)")
 TABLES = ("trades", "book")
 
 
+def _insert_sql(table: str) -> str:
+    ncols = len(SCHEMAS[table].names)
+    return f"INSERT INTO {table} VALUES (make_timestamp_ns(?)" + ", ?" * (ncols - 1) + ")"
+
+
+INSERT = {t: _insert_sql(t) for t in TABLES}
+
+
+class _Writer(IngestClient):
+    """A writer on its own cursor (DuckDB connections are not shared across threads)."""
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        self.cur = cursor
+
+    def write(self, table: str, rows: Any) -> None:
+        if len(rows) <= 8:
+            for row in rows:  # one autocommitted INSERT per event, as a trading system writes
+                self.cur.execute(INSERT[table], row)
+            return
+        # A batch goes in as one Arrow scan: one transaction, far fewer round trips.
+        schema = SCHEMAS[table]
+        cols = list(zip(*rows, strict=True))
+        batch = pa.Table.from_arrays(
+            [pa.array(cols[0], pa.int64()).cast(schema.field("ts").type)]
+            + [pa.array(c, schema.field(i + 1).type) for i, c in enumerate(cols[1:])],
+            schema=schema,
+        )
+        self.cur.register("tickbench_batch", batch)
+        try:
+            self.cur.execute(f"INSERT INTO {table} SELECT * FROM tickbench_batch")
+        finally:
+            self.cur.unregister("tickbench_batch")
+
+    def close(self) -> None:
+        self.cur.close()
+
+
 class Adapter(Engine):
     con: duckdb.DuckDBPyConnection | None = None
+    ingest: duckdb.DuckDBPyConnection | None = None
+    ingest_durability: ClassVar[dict[str, str]] = {
+        "default": "autocommit: each write is a transaction, logged to the WAL at commit"}
 
     @classmethod
     def probe(cls) -> str:
@@ -125,6 +166,39 @@ class Adapter(Engine):
         finally:
             con.close()
         return {"database_file": sum(f.stat().st_size for f in scratch.iterdir())}
+
+    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+        store.mkdir(parents=True, exist_ok=True)
+        self.ingest = duckdb.connect(str(store / "ingest.duckdb"))
+        exists = self.ingest.sql("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'trades'").fetchall()
+        if not exists[0][0]:
+            self.ingest.execute(SCHEMA)
+
+    def _ingest(self) -> duckdb.DuckDBPyConnection:
+        if self.ingest is None:
+            raise RuntimeError("the ingest store is not open")
+        return self.ingest
+
+    def ingest_client(self) -> IngestClient:
+        return _Writer(self._ingest().cursor())
+
+    def ingest_read(self, table: str, sym: str) -> pa.Table:
+        order = "ts, trade_id" if table == "trades" else "ts"
+        return self._ingest().cursor().sql(
+            f"SELECT * FROM {table} WHERE sym = $sym ORDER BY {order}", params={"sym": sym}).to_arrow_table()
+
+    def ingest_count(self, table: str) -> int:
+        return int(self._ingest().cursor().sql(f"SELECT count(*) FROM {table}").fetchall()[0][0])
+
+    def ingest_latest(self) -> pa.Table:
+        return self._ingest().cursor().sql(
+            "SELECT sym, max(ts) AS ts, arg_max(b1price, ts) AS b1price, arg_max(a1price, ts) AS a1price "
+            "FROM book GROUP BY sym ORDER BY sym").to_arrow_table()
+
+    def ingest_close(self) -> None:
+        if self.ingest is not None:
+            self.ingest.close()
+            self.ingest = None
 
     def settings(self) -> dict[str, Any]:
         con = self._conn()

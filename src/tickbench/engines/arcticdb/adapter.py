@@ -1,0 +1,257 @@
+"""ArcticDB over LMDB on local disk, in-process.
+
+Layout: see :mod:`tickbench.engines.arcticdb.layout` (one symbol per (table, instrument), time
+index). Writes go through the DataFrame API (pandas frames indexed by ``ts``) in chunks of whole
+segments; reads come back as Polars (``output_format="POLARS"``).
+
+Query contract: ``queries/<ID>.py`` starts with a one-line docstring saying which part runs in
+ArcticDB (``QueryBuilder: …``) and which in Polars (``Polars: …``) — :meth:`Adapter.query_notes`
+returns that line, and the runner records it with the result — and defines::
+
+    def query(store: Store, params: dict[str, Any]) -> pl.DataFrame
+
+``params`` are the run's bindings as :func:`bindings` shapes them; the returned frame has the
+answer's columns in order, sorted.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import arcticdb as adb
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+from arcticdb.version_store.library import Library
+
+from tickbench.data.calendar import BULK_DAY
+from tickbench.data.dataset import Dataset
+from tickbench.data.schema import SCHEMAS
+from tickbench.engines.arcticdb.layout import LIBRARY, TABLES, Store, symbol_name
+from tickbench.engines.base import Engine, LoadFigures
+from tickbench.suites.published import QueryParams
+
+OPTIONS = adb.LibraryOptions(rows_per_segment=100_000, columns_per_segment=127)
+# Rows per write/append: whole segments, so appends never leave a part-filled segment behind.
+CHUNK_ROWS = 10 * OPTIONS.rows_per_segment
+# Row order inside a symbol: ties on ts in trade_id order (C-VT's "last trade" rule).
+SORT_KEYS = {"trades": ["ts", "trade_id"], "book": ["ts", "exchange"]}
+QueryFn = Callable[[Store, dict[str, Any]], pl.DataFrame]
+
+
+def bindings(raw: dict[str, Any]) -> dict[str, Any]:
+    """The run's parameters for ArcticDB: ``<span>_range`` = ``(start, end - 1 ns)`` for every
+    half-open ``[<span>_start, <span>_end)``, because ``date_range`` includes both ends; times stay
+    naive UTC datetimes, like the stored index."""
+    out = dict(raw)
+    for span in ("day", "week", "month", "multi"):
+        out[f"{span}_range"] = (pd.Timestamp(raw[f"{span}_start"]),
+                                pd.Timestamp(raw[f"{span}_end"]) - pd.Timedelta(1, "ns"))
+    return out
+
+
+def lmdb_uri(path: Path, data_bytes: int) -> str:
+    """An LMDB URI whose map size (the most the environment may hold) is 4x the data's
+    Parquet-zstd bytes + 1 GB: ArcticDB's LZ4 segments take about 1.3x the Parquet bytes here.
+    The map is address space only; the file grows with what is written."""
+    return f"lmdb://{path}?map_size={math.ceil(4 * data_bytes / 1e9) + 1}GB"
+
+
+def load_query(path: Path) -> ModuleType:
+    """Import ``queries/<ID>.py`` (not a valid module name, hence by file location)."""
+    spec = importlib.util.spec_from_file_location(f"tickbench_arcticdb_query_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def to_pandas(frame: pl.DataFrame) -> pd.DataFrame:
+    """A frame as ArcticDB stores it: indexed by ``ts`` as naive datetime64[ns] (UTC)."""
+    return frame.with_columns(pl.col("ts").dt.replace_time_zone(None)).to_pandas().set_index("ts")
+
+
+def write_symbol(lib: Library, symbol: str, chunks: Iterable[pl.DataFrame]) -> int:
+    """Write ``chunks`` (in time order) to ``symbol`` as ``CHUNK_ROWS``-row writes: the first
+    replaces the symbol, the rest append. Returns the rows written."""
+    rows = 0
+    for part in _rechunk(chunks):
+        if rows == 0:
+            lib.write(symbol, to_pandas(part), prune_previous_versions=True)
+        else:
+            lib.append(symbol, to_pandas(part), prune_previous_versions=True)
+        rows += part.height
+    return rows
+
+
+def _rechunk(chunks: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+    buffer: pl.DataFrame | None = None
+    for chunk in chunks:
+        buffer = chunk if buffer is None else pl.concat([buffer, chunk])
+        while buffer.height >= CHUNK_ROWS:
+            yield buffer.head(CHUNK_ROWS)
+            buffer = buffer.slice(CHUNK_ROWS)
+    if buffer is not None and buffer.height:
+        yield buffer
+
+
+def stored_rows(lib: Library, symbols: list[str]) -> int:
+    """Rows committed to ``symbols``, from their descriptions (read back from LMDB). The symbols
+    are named, not listed: ``list_symbols`` on a fresh library spends ~0.5 s compacting its
+    symbol-list journal."""
+    return sum(d.row_count for d in lib.get_description_batch(symbols))
+
+
+def lmdb_bytes(root: Path) -> dict[str, int]:
+    """Apparent and allocated bytes of every file under an LMDB root."""
+    files = [p for p in root.rglob("*") if p.is_file()]
+    return {"lmdb_dir": sum(p.stat().st_size for p in files),
+            "lmdb_dir_allocated": sum(p.stat().st_blocks * 512 for p in files)}
+
+
+class Adapter(Engine):
+    ac: adb.Arctic | None = None
+    store: Store | None = None
+
+    def __init__(self, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
+        super().__init__(workdir, dataset, params)
+        self.modules: dict[str, ModuleType] = {}
+
+    @classmethod
+    def probe(cls) -> str:
+        return str(adb.__version__)
+
+    @property
+    def root(self) -> Path:
+        return self.workdir / "lmdb"
+
+    def _query_days(self) -> list[str]:
+        return self.params.days("month") + self.params.days("multi_day")
+
+    def _open(self, root: Path, data_bytes: int) -> tuple[adb.Arctic, Library]:
+        ac = adb.Arctic(lmdb_uri(root, data_bytes), output_format="POLARS")
+        return ac, ac.get_library(LIBRARY, create_if_missing=True, library_options=OPTIONS)
+
+    def start(self) -> None:
+        self.ac, lib = self._open(self.root, self.dataset.sizes(self._query_days())["parquet_bytes"])
+        self.store = Store.open(lib)
+
+    def stop(self) -> None:
+        # Dropping the last references closes the LMDB environment.
+        self.store = None
+        self.ac = None
+
+    def _store(self) -> Store:
+        if self.store is None:
+            raise RuntimeError("ArcticDB is not started")
+        return self.store
+
+    def _write_days(self, lib: Library, days: list[str]) -> list[str]:
+        """Write ``days`` of both tables from the dataset's Parquet, one day at a time per
+        instrument (all venues merged into time order); return the symbols written."""
+        written = []
+        for table in TABLES:
+            syms = sorted({p.stem.split("__")[1] for p in self.dataset.files(table, days)})
+            for sym in syms:
+                chunks = (pl.read_parquet([str(f) for f in files]).sort(SORT_KEYS[table])
+                          for day in days if (files := self.dataset.files(table, [day], sym)))
+                write_symbol(lib, symbol_name(table, sym), chunks)
+                written.append(symbol_name(table, sym))
+        return written
+
+    def load(self) -> int:
+        store = self._store()
+        symbols = self._write_days(store.lib, self._query_days())
+        self.store = Store.open(store.lib)
+        return stored_rows(store.lib, symbols)
+
+    def _module(self, qid: str) -> ModuleType:
+        if qid not in self.modules:
+            self.modules[qid] = load_query(self.info.query_file(qid))
+        return self.modules[qid]
+
+    def run_query(self, qid: str) -> pa.Table:
+        fn: QueryFn = self._module(qid).query
+        return fn(self._store(), bindings(self.params.bindings())).to_arrow()
+
+    def query_notes(self, qid: str) -> str:
+        """Which part of ``qid`` ran in ArcticDB and which in Polars (the query file's first line)."""
+        doc = self._module(qid).__doc__ or ""
+        return doc.strip().splitlines()[0] if doc.strip() else ""
+
+    # -- W and SE --------------------------------------------------------------------------
+
+    def _bulk_source(self, fmt: str, table: str) -> tuple[pa.Table, int]:
+        """The bulk-load day of ``table`` parsed from ``fmt``, and the input bytes read."""
+        if fmt == "csv":
+            path = self.dataset.csv_file(table)
+            opts = pacsv.ConvertOptions(column_types=SCHEMAS[table])
+            return pacsv.read_csv(path, convert_options=opts), path.stat().st_size
+        files = self.dataset.files(table, [BULK_DAY.isoformat()])
+        return pa.concat_tables(pq.read_table(f) for f in files), sum(f.stat().st_size for f in files)
+
+    def _fresh(self, scratch: Path, name: str) -> tuple[Path, adb.Arctic, Library]:
+        root = scratch / name
+        shutil.rmtree(root, ignore_errors=True)
+        data_bytes = self.dataset.sizes([BULK_DAY.isoformat()])["parquet_bytes"]
+        return root, *self._open(root, data_bytes)
+
+    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """tickbench's path: parse, split per instrument, sort, write in whole segments."""
+        _, _, lib = self._fresh(scratch, f"w_{fmt}")
+        nbytes = 0
+        symbols = []
+        for table in TABLES:
+            data, size = self._bulk_source(fmt, table)
+            nbytes += size
+            frame = pl.from_arrow(data)
+            assert isinstance(frame, pl.DataFrame)
+            for (sym,), part in sorted(frame.partition_by("sym", as_dict=True).items()):
+                symbols.append(symbol_name(table, str(sym)))
+                write_symbol(lib, symbols[-1], [part.sort(SORT_KEYS[table])])
+        return LoadFigures(rows=stored_rows(lib, symbols), input_bytes=nbytes, detail={"symbols": len(symbols)})
+
+    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """ArcticDB's plain path: one ``lib.write(table, df)`` per table of the same parsed data."""
+        _, _, lib = self._fresh(scratch, f"baseline_{fmt}")
+        nbytes = 0
+        for table in TABLES:
+            data, size = self._bulk_source(fmt, table)
+            nbytes += size
+            if fmt == "parquet":  # the files are per instrument; a written index must ascend
+                data = data.sort_by("ts")
+            lib.write(table, data.to_pandas().set_index("ts"))
+        return LoadFigures(rows=stored_rows(lib, list(TABLES)), input_bytes=nbytes)
+
+    def storage_bytes(self) -> dict[str, int]:
+        """SE: the 30-day period alone, written the same way into a fresh LMDB directory."""
+        root = self.workdir / "se"
+        shutil.rmtree(root, ignore_errors=True)
+        month = self.params.days("month")
+        ac, lib = self._open(root, self.dataset.sizes(month)["parquet_bytes"])
+        self._write_days(lib, month)
+        del ac, lib
+        return lmdb_bytes(root)
+
+    def settings(self) -> dict[str, Any]:
+        store = self._store()
+        opts = store.lib.options()
+        return {
+            "uri": self.ac.get_uri() if self.ac is not None else "",
+            "rows_per_segment": opts.rows_per_segment,
+            "columns_per_segment": opts.columns_per_segment,
+            "dynamic_schema": opts.dynamic_schema,
+            "encoding_version": str(opts.encoding_version),
+            "layout": "one symbol per (table, instrument), ts index",
+            "write_chunk_rows": CHUNK_ROWS,
+        }
+

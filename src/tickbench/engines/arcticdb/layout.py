@@ -1,0 +1,63 @@
+"""How tickbench lays its data out in ArcticDB, and the handle its query files receive.
+
+One library, ``tickbench``; one symbol per (table, instrument), named ``<table>.<sym>``
+(``book.BTC-USD``), indexed by ``ts`` (naive datetime64[ns], UTC by convention), holding all
+venues' rows in time order with the SPEC's columns. Trades are ordered by ``(ts, trade_id)``, so
+a resample's ``last`` is the trade with the highest id on a tie; book rows by ``(ts, exchange)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+from arcticdb import DataError, ReadRequest
+from arcticdb.version_store.library import Library
+
+LIBRARY = "tickbench"
+TABLES = ("trades", "book")
+
+
+def symbol_name(table: str, sym: str) -> str:
+    """The ArcticDB symbol of one (table, instrument)."""
+    return f"{table}.{sym}"
+
+
+@dataclass
+class Store:
+    """What a query file works with: the library and its symbols, listed once at start."""
+
+    lib: Library
+    by_table: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, lib: Library) -> Store:
+        by_table: dict[str, dict[str, str]] = {t: {} for t in TABLES}
+        for name in sorted(lib.list_symbols()):
+            table, _, sym = name.partition(".")
+            if table in by_table:
+                by_table[table][sym] = name
+        return cls(lib, by_table)
+
+    def symbols(self, table: str) -> dict[str, str]:
+        """``{instrument: symbol}`` of ``table``."""
+        return self.by_table[table]
+
+    def symbol(self, table: str, sym: str) -> str:
+        return self.by_table[table][sym]
+
+    def read(self, symbol: str, **kwargs: Any) -> pl.DataFrame:
+        """``Library.read`` (the library returns Polars); the index comes back as column ``ts``."""
+        frame: pl.DataFrame = self.lib.read(symbol, **kwargs).data
+        return frame
+
+    def read_batch(self, requests: Sequence[ReadRequest]) -> list[pl.DataFrame]:
+        """``Library.read_batch``, raising the first per-symbol error instead of returning it."""
+        out: list[pl.DataFrame] = []
+        for item in self.lib.read_batch(list(requests)):
+            if isinstance(item, DataError):
+                raise RuntimeError(f"ArcticDB read of {item.symbol} failed: {item.exception_string}")
+            out.append(item.data)
+        return out

@@ -1,0 +1,26 @@
+"""QueryBuilder: date_range + side filter + resample 1D sum per (sym, side) in a batch; Polars: concat, sort."""
+
+from typing import Any
+
+import polars as pl
+from arcticdb import QueryBuilder, ReadRequest
+
+from tickbench.engines.arcticdb.layout import Store
+
+SIDES = ("buy", "sell")  # SPEC §1: the taker side is one of these
+
+
+def query(store: Store, params: dict[str, Any]) -> pl.DataFrame:
+    labels, requests = [], []
+    for sym, symbol in store.symbols("trades").items():
+        for side in SIDES:
+            q = QueryBuilder()
+            q = q[q["side"] == side].resample("1D").agg({"volume": ("amount", "sum")})
+            labels.append((sym, side))
+            requests.append(ReadRequest(symbol, date_range=params["month_range"], query_builder=q))
+    parts = [
+        f.select(pl.lit(sym).alias("sym"), pl.lit(side).alias("side"), pl.col("ts").alias("day"), "volume")
+        for (sym, side), f in zip(labels, store.read_batch(requests), strict=True)
+        if f.height
+    ]
+    return pl.concat(parts).sort("sym", "side", "day")

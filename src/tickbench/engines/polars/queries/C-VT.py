@@ -1,0 +1,21 @@
+from typing import Any
+
+import polars as pl
+
+
+def query(tables: dict[str, pl.LazyFrame], params: dict[str, Any]) -> pl.LazyFrame:
+    returns = (
+        tables["trades"]
+        .filter(pl.col("sym") == params["sym"], pl.col("ts") >= params["day_start"], pl.col("ts") < params["day_end"])
+        .group_by_dynamic("ts", every="5m")
+        # The bucket's last trade: latest ts, and on a tie the highest trade_id.
+        .agg(close=pl.col("price").sort_by("ts", "trade_id").last())
+        .select("ts", ret=pl.col("close").log().diff())
+        .slice(1)
+    )
+    return (
+        returns.group_by_dynamic("ts", every="1h")
+        .agg(vol=pl.col("ret").std(ddof=1), n=pl.len())
+        .filter(pl.col("n") >= 2)
+        .select(hour="ts", vol="vol")
+    )

@@ -1,0 +1,13 @@
+from typing import Any
+
+import polars as pl
+
+
+def query(tables: dict[str, pl.LazyFrame], params: dict[str, Any]) -> pl.LazyFrame:
+    return (
+        tables["book"]
+        .filter(pl.col("ts") >= params["week_start"], pl.col("ts") < params["week_end"])
+        .group_by("sym")
+        .agg(max_bid=pl.col("b1price").max())
+        .sort("sym")
+    )

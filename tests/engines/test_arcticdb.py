@@ -1,0 +1,72 @@
+"""ArcticDB-specific behaviour: what ran where is recorded for every query, the symbol layout,
+data that survives a restart, and the W/SE stores built apart from the query store."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from tickbench.data.dataset import Dataset
+from tickbench.engines.registry import adapter_class, engine_infos
+from tickbench.suites.published import QUERY_IDS, QueryParams
+
+pytest.importorskip("arcticdb")
+pd = pytest.importorskip("pandas")  # comes with arcticdb
+
+
+def test_every_query_says_what_ran_where(tmp_path: Path, tiny: Dataset, tiny_params: QueryParams) -> None:
+    info = engine_infos()["arcticdb"]
+    assert not info.unsupported
+    engine = adapter_class("arcticdb")(tmp_path, tiny, tiny_params)
+    for qid in QUERY_IDS:
+        notes = engine.query_notes(qid)  # type: ignore[attr-defined]
+        assert notes.startswith("QueryBuilder:") and "Polars:" in notes, qid
+        assert info.query_text(qid).startswith(f'"""{notes}')
+
+
+def test_ranges_are_inclusive_of_the_last_nanosecond_only() -> None:
+    from tickbench.engines.arcticdb.adapter import bindings
+
+    raw = {f"{s}_{e}": dt.datetime(2022, 6, 18 + (e == "end")) for s in ("day", "week", "month", "multi")
+           for e in ("start", "end")}
+    lo, hi = bindings(raw)["day_range"]
+    assert lo == pd.Timestamp("2022-06-18")
+    assert hi == pd.Timestamp("2022-06-19") - pd.Timedelta(1, "ns")
+
+
+def test_map_size_grows_with_the_data() -> None:
+    from tickbench.engines.arcticdb.adapter import lmdb_uri
+
+    assert lmdb_uri(Path("/x"), 0).endswith("?map_size=1GB")
+    assert lmdb_uri(Path("/x"), 3_000_000_000).endswith("?map_size=13GB")
+
+
+@pytest.mark.slow
+def test_layout_restart_and_separate_stores(tiny: Dataset, tiny_params: QueryParams, tmp_path: Path) -> None:
+    engine = adapter_class("arcticdb")(tmp_path, tiny, tiny_params)
+    engine.start()
+    try:
+        days = tiny_params.days("month") + tiny_params.days("multi_day")
+        assert engine.load() == tiny.sizes(days)["rows"]
+        store = engine.store  # type: ignore[attr-defined]
+        assert set(store.lib.list_symbols()) == {f"{t}.{s}" for t in ("trades", "book")
+                                                 for s in ("BTC-USD", "ETH-USD", "USDT-USD")}
+        desc = store.lib.get_description("book.BTC-USD")
+        assert desc.sorted == "ASCENDING" and desc.index[0].name == "ts"
+        before = engine.run_query("O-NBBO")
+        engine.stop()
+        engine.start()  # the cold protocol: the stored data is reopened, not reloaded
+        assert engine.run_query("O-NBBO").equals(before)
+
+        se = engine.storage_bytes()
+        assert next(iter(se)) == "lmdb_dir" and se["lmdb_dir"] > 0
+        assert (tmp_path / "se").is_dir() and (tmp_path / "lmdb").is_dir()
+        csv_rows = sum(c["rows"] for c in tiny.manifest.csv.values())
+        for fmt in ("csv", "parquet"):
+            assert engine.bulk_load(fmt, tmp_path / "w").rows == csv_rows
+            assert engine.baseline_load(fmt, tmp_path / "w").rows == csv_rows
+        assert engine.run_query("O-NBBO").equals(before)  # W and SE left the query store alone
+    finally:
+        engine.stop()

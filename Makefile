@@ -44,3 +44,16 @@ clean:
 ## docs: regenerate the support matrix in README.md from the engine folders
 docs: venv
 	$(BIN)/python -m tickbench.docs
+
+## screenshot: docs/report.png, the top of a report.html in headless Chromium (apt-get install -y chromium)
+## SHOT_REPORT=path/to/report.html picks another report (default: the one `make run` writes)
+SHOT_REPORT ?= results/latest/report.html
+screenshot: venv
+	@test -f "$(SHOT_REPORT)" || { echo "no $(SHOT_REPORT): run 'make run' first, or set SHOT_REPORT=path"; exit 2; }
+	mkdir -p docs
+	prof=$$(mktemp -d) && chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+	  --disable-background-networking --disable-component-update --disable-sync --user-data-dir=$$prof \
+	  --host-resolver-rules="MAP * ~NOTFOUND" --hide-scrollbars --window-size=1400,2300 \
+	  --virtual-time-budget=30000 --screenshot=$(CURDIR)/docs/report.png "file://$(abspath $(SHOT_REPORT))" \
+	  2>/dev/null; status=$$?; rm -rf $$prof; exit $$status
+	@echo "docs/report.png"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,25 @@ TINY_SEED = 7
 # The content hash of the tiny dataset. It changes only when the generator changes; then
 # bump GENERATOR_VERSION, note it in CHANGELOG.md and update this pin.
 TINY_HASH = "6ecbd0653683901c5596b66feca38482"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _servers_can_reach_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Server engines run as an unprivileged user; pytest makes its temporary directories
+    0700, which would keep that user out of the data directories the tests give them."""
+    base = tmp_path_factory.getbasetemp()
+    for d in [base, *base.parents]:
+        if d == Path(d.anchor) or d == Path(tempfile.gettempdir()):
+            break
+        d.chmod(d.stat().st_mode | 0o011)
+
+
+@pytest.fixture(autouse=True)
+def _servers_can_reach_tmp_path(request: pytest.FixtureRequest) -> None:
+    """The same for each test's own ``tmp_path`` (also created 0700)."""
+    if "tmp_path" in request.fixturenames:
+        path: Path = request.getfixturevalue("tmp_path")
+        path.chmod(path.stat().st_mode | 0o011)
 
 
 @pytest.fixture(scope="session")

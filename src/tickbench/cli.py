@@ -16,7 +16,8 @@ from rich.table import Table
 from tickbench.data.dataset import DatasetError, check_scale, generate
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.registry import adapter_class, availability, engine_infos
-from tickbench.report import html, markdown
+from tickbench.report import compare, html, markdown
+from tickbench.report.summary import merge
 from tickbench.report.terminal import print_summary
 from tickbench.results import Results, ResultsError, read_results
 from tickbench.run.published import Protocol
@@ -28,6 +29,15 @@ from tickbench.run.session import (
     check_suite,
     resume_config,
     run,
+)
+from tickbench.suites.beyond import (
+    TICK_MATRIX,
+    BeyondOptions,
+    OptionError,
+    check_options,
+    parse_counts,
+    parse_matrix,
+    parse_rates,
 )
 
 DEFAULT_SCALE = 0.05
@@ -112,6 +122,18 @@ def run_cmd(
     resume: Annotated[
         Path | None, typer.Option(help="continue the interrupted run in this directory (its settings are reused)")
     ] = None,
+    tick_matrix: Annotated[str | None, typer.Option(
+        help="tick-latency cells XxY (X tickers, Y records each), e.g. 1x10000,10x10000 (default: the full matrix)")
+    ] = None,
+    tick_reps: Annotated[int, typer.Option(help="tick-latency repetitions per cell")] = 3,
+    tick_batch: Annotated[int, typer.Option(help="tick-latency events per write in batch mode")] = 1000,
+    stream_rates: Annotated[str, typer.Option(help="stream target rates, events/s or max")] = (
+        "10000,100000,1000000,max"),
+    stream_writers: Annotated[str, typer.Option(help="stream writer clients per cell, e.g. 1,2,4")] = "1,2",
+    stream_seconds: Annotated[float, typer.Option(help="stream: the most seconds of events one cell replays")] = 10.0,
+    concurrency_clients: Annotated[str, typer.Option(help="concurrency: client counts")] = "1,2,4,8",
+    concurrency_seconds: Annotated[float, typer.Option(help="concurrency: seconds each cell runs the mix")] = 10.0,
+    scaling_factor: Annotated[float, typer.Option(help="scaling: the second dataset's scale, × the run's")] = 2.0,
 ) -> None:
     """Generate (or open) the dataset, load each engine, run, verify, write results and reports."""
     try:
@@ -131,10 +153,21 @@ def run_cmd(
             data = default_data_dir(scale, seed, 0)
             _generate(data, scale, seed, 0, jobs)
         out = out or Path("results") / dt.datetime.now().strftime("run-%Y%m%d-%H%M%S")
+        try:
+            beyond = BeyondOptions(
+                tick_matrix=parse_matrix(tick_matrix) if tick_matrix else TICK_MATRIX,
+                tick_reps=tick_reps, tick_batch=tick_batch, stream_rates=parse_rates(stream_rates),
+                stream_writers=parse_counts(stream_writers, "--stream-writers"), stream_seconds=stream_seconds,
+                concurrency_clients=parse_counts(concurrency_clients, "--concurrency-clients"),
+                concurrency_seconds=concurrency_seconds, scaling_factor=scaling_factor)
+            check_options(beyond)
+        except OptionError as exc:
+            raise RunError(str(exc)) from None
         cfg = RunConfig(
             engines=names, data=data, out=out, seed=seed, suite=suite,
             protocol=Protocol(repetitions=repetitions, timeout_s=timeout, cold=cold,
                               save_answers=out / "answers" if save_answers else None),
+            beyond=beyond,
         )
         _run_and_report(cfg)
     except (DatasetError, RunError, ResultsError) as exc:
@@ -164,18 +197,104 @@ def write_reports(results: Results, out: Path) -> None:
 
 @app.command("report")
 def report_cmd(
-    results_file: Annotated[Path, typer.Argument(help="a results.json")],
-    out: Annotated[Path | None, typer.Option(help="directory for report.html/report.md (default: beside it)")] = None,
+    results_files: Annotated[list[Path], typer.Argument(help="one or several results.json (several: side by side)")],
+    out: Annotated[Path | None, typer.Option(
+        help="directory for report.html/report.md (default: beside the results.json; several: results/merged-<ids>)")
+    ] = None,
 ) -> None:
-    """Rebuild report.html and report.md from a saved results.json."""
+    """Rebuild report.html and report.md from saved results.json files."""
     try:
-        results = read_results(results_file)
+        runs = [read_results(f) for f in results_files]
     except ResultsError as exc:
         raise fail(str(exc)) from None
-    target = out or results_file.parent
+    if out is not None:
+        target = out
+    elif len(runs) == 1:
+        target = results_files[0].parent
+    else:
+        target = Path("results") / ("merged-" + "-".join(r.run_id for r in runs))
     target.mkdir(parents=True, exist_ok=True)
-    write_reports(results, target)
-    print_summary(results, console)
+    (target / "report.md").write_text(markdown.render(runs))
+    (target / "report.html").write_text(html.render(runs))
+    print_summary(merge(runs).results, console)
+    console.print(f"report: {target / 'report.html'}, {target / 'report.md'}")
+
+
+@app.command("compare")
+def compare_cmd(
+    a: Annotated[Path, typer.Argument(help="the baseline run's results.json")],
+    b: Annotated[Path, typer.Argument(help="the run to compare with it (ratios are B/A)")],
+    min_ratio: Annotated[float, typer.Option(help="never flag a ratio within [1/x, x]")] = compare.DEFAULT_MIN_RATIO,
+    skip_changed: Annotated[bool, typer.Option(help="compare the other cells when some query text differs")] = False,
+) -> None:
+    """Per-cell ratios of two runs; flags differences beyond the runs' own spread (exit 1), refuses
+    cells whose query text or dataset differ (exit 2). The rule: tickbench.report.compare."""
+    raise typer.Exit(compare.main(a, b, console, err, min_ratio, skip_changed))
+
+
+@app.command("validate")
+def validate_cmd(
+    directory: Annotated[Path, typer.Argument(help="a dataset directory (generated or imported)")],
+    show: Annotated[int, typer.Option(help="how many violations to list")] = 20,
+) -> None:
+    """Check a dataset against SPEC §1's invariants; exit 1 when a row breaks one, 2 when unreadable."""
+    from tickbench.data.validate import validate
+
+    try:
+        with console.status(f"validating {directory}…"):
+            report = validate(directory, max_samples=show)
+    except DatasetError as exc:
+        raise fail(str(exc)) from None
+    console.print(f"{directory}: {report.files} partition files, {report.rows:,} rows checked")
+    if report.ok:
+        console.print("[green]valid:[/green] every invariant of SPEC §1 holds")
+        return
+    table = Table(title="violations")
+    table.add_column("reason")
+    table.add_column("rows", justify="right")
+    for reason, n in report.counts.most_common():
+        table.add_row(reason, f"{n:,}")
+    console.print(table)
+    for v in report.samples:
+        console.print(f"  {v.describe()}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1)
+
+
+@app.command("import")
+def import_cmd(
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="tardis | cryptofeed | lobster")],
+    paths: Annotated[list[Path], typer.Argument(help="input files (.csv, .csv.gz; cryptofeed also .parquet)")],
+    out: Annotated[Path, typer.Option(help="the dataset directory to create")],
+    policy: Annotated[str, typer.Option(help="fail: stop at the first bad row; drop: drop, count")] = "fail",
+    sample: Annotated[
+        int | None, typer.Option(help="one book snapshot per N updates (default 40 rebuilt books, 1 snapshots)")
+    ] = None,
+    memory_limit: Annotated[int, typer.Option(help="MB of memory the conversion may use for its buffers")] = 512,
+    clock: Annotated[str, typer.Option(help="exchange: exchange timestamps; local: arrival timestamps")] = "exchange",
+    trade_ids: Annotated[str, typer.Option(help="native: the feed's integer ids; sequence: 1, 2, …")] = "native",
+) -> None:
+    """Convert Tardis.dev, cryptofeed or LOBSTER files into a dataset (SPEC §1 schema) and print its hash."""
+    from tickbench.data.importers import import_dataset
+
+    try:
+        with progress_bar("import") as bar:
+            task = bar.add_task("importing", total=None)
+
+            def progress(name: str, done: int, total: int) -> None:
+                bar.update(task, description=name, completed=done, total=total)
+
+            result = import_dataset(fmt, paths, out, policy=policy, sample=sample, memory_limit_mb=memory_limit,
+                                    clock=clock, trade_ids=trade_ids, progress=progress)
+    except DatasetError as exc:
+        raise fail(str(exc)) from None
+    m = result.manifest
+    rows = sum(p["rows"] for p in m.partitions)
+    console.print(f"dataset {out}: {rows:,} rows in {len(m.partitions)} partitions from "
+                  + ", ".join(f"{n:,} {t} rows read" for t, n in sorted(result.rows_read.items())))
+    for reason, n in sorted(result.dropped.items()):
+        console.print(f"  dropped {n:,} rows: {reason}", highlight=False)
+    console.print("parameters: " + ", ".join(f"{k}={v}" for k, v in m.params.items()), highlight=False)
+    print(m.content_hash)
 
 
 @app.command("engines")

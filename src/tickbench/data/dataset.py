@@ -325,6 +325,11 @@ class Dataset:
     def params(self) -> dict[str, Any]:
         return self.manifest.params
 
+    @property
+    def bulk_day(self) -> str:
+        """The bulk-load day (W's input) of this dataset, from its manifest."""
+        return str(self.manifest.params["bulk_day"])
+
     def files(
         self,
         table: str,

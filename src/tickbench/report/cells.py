@@ -23,7 +23,10 @@ def cell_text(rec: Record | None) -> str:
         return f"{csv.get('seconds', 0):.2f} s · {csv.get('mb_per_s', 0):.0f} MB/s ✔"
     if rec.benchmark == "SE":
         pct = rec.figures.get("pct_of_csv")
-        return f"{pct:.1f} % of CSV" if pct is not None else "?"
+        if pct is not None:
+            return f"{pct:.1f} % of CSV"
+        pq = rec.figures.get("pct_of_parquet")
+        return f"{pq:.1f} % of Parquet" if pq is not None else "?"
     assert rec.stats is not None
     return f"{rec.stats.median_ms:,.1f} ms ✔"
 

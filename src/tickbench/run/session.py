@@ -15,11 +15,13 @@ from tickbench.engines.registry import availability, engine_infos
 from tickbench.results import Dataset as DatasetInfo
 from tickbench.results import Record, Results, read_results
 from tickbench.run import environment
+from tickbench.run.beyond import BeyondRun, ScaledData, scaled_datasets
 from tickbench.run.published import EngineRun, Protocol, ReferenceAnswers
+from tickbench.suites.beyond import BEYOND_SUITES, BeyondOptions, cell_ids
 from tickbench.suites.published import BENCHMARKS, BY_ID, QueryParams, query_params
 
 SUITES = ("published", "tick-latency", "stream", "concurrency", "scaling", "durability", "all")
-IMPLEMENTED_SUITES = ("published",)
+IMPLEMENTED_SUITES = ("published", *BEYOND_SUITES)
 
 
 class RunError(Exception):
@@ -36,6 +38,11 @@ class RunConfig:
     protocol: Protocol = field(default_factory=Protocol)
     verify_dataset: bool = True
     resume: bool = False
+    beyond: BeyondOptions = field(default_factory=BeyondOptions)
+
+    def suites(self) -> list[str]:
+        """The suites the run records: ``all`` is the published suite and those beyond it."""
+        return ["published", *BEYOND_SUITES] if self.suite == "all" else [self.suite]
 
 
 Progress = Callable[[str, int, int], None]  # (label, done, total)
@@ -64,7 +71,7 @@ def config_of(cfg: RunConfig) -> dict[str, Any]:
     return {"engines": cfg.engines, "data": str(cfg.data.resolve()), "seed": cfg.seed, "suite": cfg.suite,
             "repetitions": p.repetitions, "warmup": p.warmup, "timeout_s": p.timeout_s,
             "load_timeout_s": p.load_timeout_s, "load_repetitions": p.load_repetitions, "cold": p.cold,
-            "save_answers": p.save_answers is not None}
+            "save_answers": p.save_answers is not None, "beyond": cfg.beyond.as_dict()}
 
 
 def resume_config(out: Path) -> RunConfig:
@@ -80,7 +87,7 @@ def resume_config(out: Path) -> RunConfig:
         protocol=Protocol(repetitions=c["repetitions"], warmup=c["warmup"], timeout_s=c["timeout_s"],
                           load_timeout_s=c["load_timeout_s"], load_repetitions=c["load_repetitions"],
                           cold=c["cold"], save_answers=out / "answers" if c["save_answers"] else None),
-        resume=True,
+        resume=True, beyond=BeyondOptions.from_dict(c.get("beyond", {})),
     )
 
 
@@ -113,10 +120,13 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
         protocol = Protocol(**{**protocol.__dict__, "save_answers": cfg.out / "answers"})
     refs = ReferenceAnswers(ds, params)
     infos = engine_infos()
-    cells_per_engine = len(BENCHMARKS)
+    suites = cfg.suites()
+    cells = {s: [b.id for b in BENCHMARKS] if s == "published" else cell_ids(s, cfg.beyond) for s in suites}
+    cells_per_engine = sum(len(c) for c in cells.values())
+    scaled: ScaledData | None = None
 
     for name in cfg.engines:
-        todo = [b.id for b in BENCHMARKS if (name, b.id) not in done_cells]
+        todo = [b for s in suites for b in cells[s] if (name, b) not in done_cells]
         if not todo:
             continue
         done = cells_per_engine - len(todo)
@@ -132,7 +142,8 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
         avail = availability(name)
         if not avail.available:
             for bid in todo:
-                on_record(Record(engine=name, benchmark=bid, category=BY_ID[bid].category,
+                category = BY_ID[bid].category if bid in BY_ID else bid.split("/")[0]
+                on_record(Record(engine=name, benchmark=bid, category=category,
                                  status="unavailable", reason=avail.reason))
             results.environment.engines[name] = {"available": False, "reason": avail.reason}
             continue
@@ -142,12 +153,33 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
         def already_done(bid: str, name: str = name) -> bool:
             return (name, bid) in done_cells
 
-        meta = EngineRun(infos[name], ds, params, refs, workdir, protocol, on_record, skip=already_done).run()
+        meta: dict[str, Any] = {}
+        if "published" in suites:
+            meta = EngineRun(infos[name], ds, params, refs, workdir, protocol, on_record, skip=already_done).run()
+        for suite in suites:
+            if suite == "published":
+                continue
+            if suite == "scaling" and scaled is None:
+                scaled = scaled_datasets(ds, cfg.beyond.scaling_factor)
+            BeyondRun(infos[name], ds, params, refs, workdir / suite, protocol, cfg.beyond, cfg.seed,
+                      on_record, skip=already_done, scaled=scaled).run(suite)
+        if "published" not in suites:
+            meta = _engine_meta(name)
         results.environment.engines[name] = {"available": True, **meta}
         results.write(results_path)
         shutil.rmtree(workdir, ignore_errors=True)
     shutil.rmtree(cfg.out / "work", ignore_errors=True)
     return results
+
+
+def _engine_meta(name: str) -> dict[str, Any]:
+    """The version of an engine the published suite did not start (it reports it itself)."""
+    from tickbench.engines.registry import adapter_class
+
+    try:
+        return {"version": adapter_class(name).probe()}
+    except Exception as exc:  # recorded, not fatal: the cells carry their own status
+        return {"version": None, "probe_error": str(exc)}
 
 
 def _new_results(cfg: RunConfig, ds: Dataset, params: QueryParams) -> Results:

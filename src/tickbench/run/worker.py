@@ -26,8 +26,10 @@ import psutil
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine
 from tickbench.engines.registry import adapter_class
+from tickbench.run import ingest
 from tickbench.run.memory import KIND as MEMORY_KIND
 from tickbench.run.memory import PeakMemory
+from tickbench.suites.beyond import params_from_dict
 from tickbench.suites.published import QueryParams
 
 
@@ -46,11 +48,7 @@ class EngineError(Exception):
 def _serve(conn: Connection, engine: str, workdir: str, data: str, params: dict[str, Any]) -> None:
     """The worker's loop: one request in, one reply out."""
     os.environ.setdefault("POLARS_MAX_THREADS", str(os.cpu_count() or 1))
-    qp = QueryParams(
-        day=params["day"], week=tuple(params["week"]), month=tuple(params["month"]),
-        symbol=params["symbol"], multi_day=params["multi_day"],
-        ot_times=tuple(params["ot_times"]), nbbo_times=tuple(params["nbbo_times"]),
-    )
+    qp = params_from_dict(params)
     adapter: Engine = adapter_class(engine)(Path(workdir), Dataset.open(Path(data)), qp)
     while True:
         msg = conn.recv()
@@ -72,7 +70,8 @@ def faults(engine: str) -> dict[str, str]:
     ``duckdb:slow=0.05;duckdb:crash=O-S;duckdb:hang=O-V1;duckdb:wrong=T-V1``:
     ``slow`` adds seconds to every query inside the timed interval, ``crash`` ends the worker
     on that query as an engine crash would, ``hang`` never returns, ``wrong`` drops the last
-    row of the answer. Never set outside tests."""
+    row of the answer, ``stall=SECONDS@N`` delays the worker's Nth ingest write once (inside
+    the writer's timed interval). Never set outside tests."""
     out: dict[str, str] = {}
     for item in os.environ.get(FAULTS_ENV, "").split(";"):
         name, _, spec = item.partition(":")
@@ -132,6 +131,46 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
                 "input_bytes": figures.input_bytes, "detail": figures.detail}
     if op == "storage":
         return {"bytes": adapter.storage_bytes()}
+    return _handle_beyond(adapter, op, msg)
+
+
+def _start_shared(adapter: Engine) -> None:
+    """Open the loaded store beside other clients: the adapter's optional ``start_shared()``
+    (e.g. a read-only open, or a connection to the running server), else ``start()``."""
+    getattr(adapter, "start_shared", adapter.start)()
+
+
+def _handle_beyond(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
+    """The operations of the suites beyond the paper (:mod:`tickbench.run.ingest`)."""
+    fault = faults(adapter.info.name)
+    if op == "tick":
+        return ingest.tick_rep(adapter, Path(msg["store"]), msg["x"], msg["y"], msg["batch"], fault)
+    if op == "stream":
+        return ingest.stream_cell(adapter, Path(msg["store"]), msg["rate"], msg["writers"], msg["seconds"],
+                                  msg["max_batch"], fault)
+    if op == "params":
+        # Scaling rebinds the queries' ranges; the loaded data stays as it is.
+        adapter.params = params_from_dict(msg["params"])
+        return {}
+    if op == "start_shared":
+        # No pids reported: a client attached to another worker's server must not kill it.
+        _start_shared(adapter)
+        return {}
+    if op == "mix":
+        clients = int(msg["clients"])
+        if msg.get("own"):  # this worker is one client process, already started
+            instances = [adapter]
+        else:  # client threads, each with its own adapter instance over the same store
+            instances = [type(adapter)(adapter.workdir, adapter.dataset, adapter.params) for _ in range(clients)]
+            for inst in instances:
+                _start_shared(inst)
+        try:
+            return ingest.mix_loop(instances, msg["qids"], msg["expected"], msg["seconds"], msg["seed"],
+                                   msg.get("first_client", 0), msg["start_at"])
+        finally:
+            if not msg.get("own"):
+                for inst in instances:
+                    inst.stop()
     raise ValueError(f"unknown op {op!r}")
 
 

@@ -32,7 +32,6 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from arcticdb.version_store.library import Library
 
-from tickbench.data.calendar import BULK_DAY
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS
 from tickbench.engines.arcticdb.layout import LIBRARY, TABLES, Store, symbol_name
@@ -196,13 +195,13 @@ class Adapter(Engine):
             path = self.dataset.csv_file(table)
             opts = pacsv.ConvertOptions(column_types=SCHEMAS[table])
             return pacsv.read_csv(path, convert_options=opts), path.stat().st_size
-        files = self.dataset.files(table, [BULK_DAY.isoformat()])
+        files = self.dataset.files(table, [self.dataset.bulk_day])
         return pa.concat_tables(pq.read_table(f) for f in files), sum(f.stat().st_size for f in files)
 
     def _fresh(self, scratch: Path, name: str) -> tuple[Path, adb.Arctic, Library]:
         root = scratch / name
         shutil.rmtree(root, ignore_errors=True)
-        data_bytes = self.dataset.sizes([BULK_DAY.isoformat()])["parquet_bytes"]
+        data_bytes = self.dataset.sizes([self.dataset.bulk_day])["parquet_bytes"]
         return root, *self._open(root, data_bytes)
 
     def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:

@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 import duckdb
 import pyarrow as pa
 
-from tickbench.data.calendar import BULK_DAY
 from tickbench.data.schema import SCHEMAS
 from tickbench.engines.base import Engine, IngestClient, LoadFigures
 
@@ -124,7 +123,7 @@ class Adapter(Engine):
                     nbytes += path.stat().st_size
                     con.execute(f"COPY {table} FROM '{path}' (FORMAT csv, HEADER true)")
                 else:
-                    files = self.dataset.files(table, [BULK_DAY.isoformat()])
+                    files = self.dataset.files(table, [self.dataset.bulk_day])
                     nbytes += sum(f.stat().st_size for f in files)
                     con.execute(f"INSERT INTO {table} SELECT * FROM read_parquet($files)",
                                 {"files": [str(f) for f in files]})
@@ -144,7 +143,7 @@ class Adapter(Engine):
                     nbytes += path.stat().st_size
                     con.execute(f"CREATE TABLE {table} AS FROM read_csv('{path}')")
                 else:
-                    files = self.dataset.files(table, [BULK_DAY.isoformat()])
+                    files = self.dataset.files(table, [self.dataset.bulk_day])
                     nbytes += sum(f.stat().st_size for f in files)
                     con.execute(f"CREATE TABLE {table} AS FROM read_parquet($files)",
                                 {"files": [str(f) for f in files]})

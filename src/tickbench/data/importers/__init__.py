@@ -1,0 +1,210 @@
+"""Import real market data into a tickbench dataset (SPEC §1 schema, the generator's layout).
+
+``import_dataset(fmt, paths, out)`` streams the input files through a format reader
+(:mod:`.tardis`, :mod:`.cryptofeed`, :mod:`.lobster`), checks every row with the invariants of
+:mod:`tickbench.data.validate`, writes the partitions, the bulk-load day's CSV and a manifest
+(``source = "import:<format>"``) into a staging directory beside ``out`` and renames it into
+place only when complete, as ``generate`` does. The benchmark parameters are derived from the
+data (:func:`derive_params`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tickbench.data.dataset import DatasetError, Manifest, combine_hashes
+from tickbench.data.importers import cryptofeed, lobster, tardis
+from tickbench.data.importers.common import Chunk, Options
+from tickbench.data.importers.writer import (
+    POLICIES,
+    DatasetBuilder,
+    ImportFailure,
+    missing_id_hint,
+    write_bulk_csv,
+)
+from tickbench.data.schema import TABLES
+
+Reader = Callable[[list[Path], Options], Iterator[Chunk]]
+FORMATS: dict[str, Reader] = {"tardis": tardis.read, "cryptofeed": cryptofeed.read, "lobster": lobster.read}
+CLOCKS = ("exchange", "local")
+TRADE_IDS = ("native", "sequence")
+DEFAULT_MEMORY_MB = 512
+MIN_MEMORY_MB = 16
+
+__all__ = ["CLOCKS", "FORMATS", "POLICIES", "TRADE_IDS", "ImportFailure", "ImportResult", "derive_params",
+           "import_dataset"]
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """The written dataset's manifest and the rows dropped per reason (``--policy drop``)."""
+
+    manifest: Manifest
+    dropped: dict[str, int]
+    rows_read: dict[str, int]
+
+
+def _days(first: str, last: str) -> tuple[dt.date, dt.date]:
+    return dt.date.fromisoformat(first), dt.date.fromisoformat(last)
+
+
+def derive_params(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The benchmark parameters of SPEC §2 for imported data, from its partitions:
+
+    * S, the symbol with the most trades (book rows when there are no trades);
+    * D, the day with the most trades of S (book rows when it has none);
+    * M, up to 30 consecutive days holding D, starting at D unless the data ends sooner (then
+      shifted back as far as the data allows); W, 7 days inside M holding D, the same way;
+    * X, the day with the most venues quoting S (then the most book rows of S, then the
+      earliest): the multi-exchange day of O-NBBO, which is a single-venue NBBO when no day has
+      more than one venue;
+    * the bulk-load day, the day with the most rows outside M, or D when every day is in M.
+
+    Ties go to the earliest day and the first name.
+    """
+    def count(table: str, key: Callable[[dict[str, Any]], Any]) -> dict[Any, int]:
+        out: dict[Any, int] = {}
+        for e in entries:
+            if e["table"] == table:
+                out[key(e)] = out.get(key(e), 0) + e["rows"]
+        return out
+
+    def best(counts: dict[Any, int]) -> Any:
+        return min(counts, key=lambda k: (-counts[k], k))
+
+    trades_by_sym = count("trades", lambda e: e["sym"]) or count("book", lambda e: e["sym"])
+    sym = best(trades_by_sym)
+    by_day = count("trades", lambda e: e["day"] if e["sym"] == sym else None)
+    by_day.pop(None, None)
+    if not by_day:
+        by_day = {k: v for k, v in count("book", lambda e: e["day"] if e["sym"] == sym else None).items() if k}
+    day = dt.date.fromisoformat(best(by_day))
+    sym_days = sorted({dt.date.fromisoformat(e["day"]) for e in entries if e["sym"] == sym})
+    first, last = sym_days[0], sym_days[-1]
+
+    def window(lo: dt.date, hi: dt.date, n: int) -> tuple[dt.date, dt.date]:
+        start = max(lo, min(day, hi - dt.timedelta(days=n - 1)))
+        return start, min(hi, start + dt.timedelta(days=n - 1))
+
+    m0, m1 = window(first, last, 30)
+    w0, w1 = window(m0, m1, 7)
+    venues: dict[str, set[str]] = {}
+    book_rows = count("book", lambda e: e["day"] if e["sym"] == sym else None)
+    for e in entries:
+        if e["table"] == "book" and e["sym"] == sym:
+            venues.setdefault(e["day"], set()).add(e["exchange"])
+    multi = (min(venues, key=lambda d: (-len(venues[d]), -book_rows.get(d, 0), d)) if venues else day.isoformat())
+    rows_by_day: dict[str, int] = {}
+    for e in entries:
+        rows_by_day[e["day"]] = rows_by_day.get(e["day"], 0) + e["rows"]
+    outside = {d: n for d, n in rows_by_day.items() if not (m0.isoformat() <= d <= m1.isoformat())}
+    bulk = best(outside) if outside else day.isoformat()
+    return {
+        "day": day.isoformat(), "week": [w0.isoformat(), w1.isoformat()], "month": [m0.isoformat(), m1.isoformat()],
+        "symbol": sym, "multi_day": multi, "bulk_day": bulk,
+    }
+
+
+def _coalesce(chunks: Iterator[Chunk], target_bytes: int) -> Iterator[Chunk]:
+    """Join consecutive small chunks of one table and file up to ``target_bytes``: the reader's
+    blocks are small to bound its memory, the checks cost a fixed overhead per call."""
+    held: list[Chunk] = []
+    size = 0
+    for c in chunks:
+        if held and (c.table != held[0].table or c.source != held[0].source or size >= target_bytes):
+            yield Chunk(held[0].table, pl.concat([h.df for h in held]), held[0].source)
+            held, size = [], 0
+        if c.df.height:
+            held.append(c)
+            size += int(c.df.estimated_size())
+    if held:
+        yield Chunk(held[0].table, pl.concat([h.df for h in held]), held[0].source)
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise DatasetError(f"--out {out}: exists and is not an empty directory; choose a new one")
+
+
+def import_dataset(
+    fmt: str,
+    paths: list[Path],
+    out: Path,
+    policy: str = "fail",
+    sample: int | None = None,
+    memory_limit_mb: int = DEFAULT_MEMORY_MB,
+    clock: str = "exchange",
+    trade_ids: str = "native",
+    progress: Callable[[str, int, int], None] | None = None,
+) -> ImportResult:
+    """Convert ``paths`` (files in format ``fmt``) into a dataset at ``out``; see the module doc.
+
+    Raises :class:`DatasetError` for bad arguments or unreadable input and
+    :class:`ImportFailure` (a DatasetError) for the first bad row under ``policy="fail"``; in
+    both cases nothing is left at ``out``.
+    """
+    if fmt not in FORMATS:
+        raise DatasetError(f"format {fmt!r}: must be one of {', '.join(FORMATS)}")
+    if policy not in POLICIES:
+        raise DatasetError(f"--policy {policy}: must be one of {', '.join(POLICIES)}")
+    if clock not in CLOCKS:
+        raise DatasetError(f"--clock {clock}: must be one of {', '.join(CLOCKS)}")
+    if trade_ids not in TRADE_IDS:
+        raise DatasetError(f"--trade-ids {trade_ids}: must be one of {', '.join(TRADE_IDS)}")
+    if memory_limit_mb < MIN_MEMORY_MB:
+        raise DatasetError(f"--memory-limit {memory_limit_mb}: must be at least {MIN_MEMORY_MB} MB")
+    if not paths:
+        raise DatasetError("no input files given")
+    paths = [Path(p) for p in paths]
+    for p in paths:
+        if not p.is_file():
+            raise DatasetError(f"{p}: no such file")
+    out = Path(out)
+    _check_out(out)
+    limit = memory_limit_mb << 20
+    # pyarrow's streaming CSV reader holds about 40 blocks' worth of memory (measured: 75 MB of
+    # Arrow allocations for 2 MB blocks), and each batch is converted and checked in a few
+    # copies: 1/160 of the limit per block keeps reading and checking near a third of the limit,
+    # beside the buffered output (a quarter) and the Parquet/CSV writers' row groups
+    opts = Options(sample=sample, clock=clock, trade_ids=trade_ids, block_bytes=max(limit // 160, 1 << 16),
+                   progress=progress)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        builder = DatasetBuilder(stage, policy, limit, hint=missing_id_hint)
+        for chunk in _coalesce(FORMATS[fmt](paths, opts), limit // 16):
+            builder.add(chunk.table, chunk.df, chunk.source)
+        entries = builder.finish()
+        params = derive_params(entries)
+        csv_info = {}
+        for table in TABLES:
+            if any(e["table"] == table and e["day"] == params["bulk_day"] for e in entries):
+                csv_info[table] = write_bulk_csv(stage, table, params["bulk_day"], entries, max(limit // 16_000, 1024))
+        manifest = Manifest(
+            scale=1.0, seed=0, symbols=0, content_hash=combine_hashes({e["path"]: e["hash"] for e in entries}),
+            partitions=entries, csv=csv_info, params=params, source=f"import:{fmt}", generator_version="",
+            extra={"import": {
+                "format": fmt, "files": sorted(p.name for p in paths), "policy": policy,
+                "sample": sample, "clock": clock, "trade_ids": trade_ids,
+                "rows_read": dict(builder.rows_in), "dropped": dict(builder.dropped),
+                "levels": "20 real levels per side in every row (rows with fewer were reported)",
+                **opts.notes,
+            }},
+        )
+        (stage / "manifest.json").write_text(manifest.to_json())
+        if out.exists():
+            out.rmdir()
+        os.replace(stage, out)
+        return ImportResult(manifest, dict(builder.dropped), dict(builder.rows_in))
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)

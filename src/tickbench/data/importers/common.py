@@ -1,0 +1,271 @@
+"""What the format readers share: options, streaming CSV/Parquet input, the L2 book rebuild."""
+
+from __future__ import annotations
+
+import gzip
+import heapq
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from tickbench.data.dataset import DatasetError
+from tickbench.data.schema import BOOK_SCHEMA, LEVELS, TRADES_SCHEMA
+
+NS_PER_US = 1_000
+ROW_COL = "_row"
+TS = pl.Datetime("ns", "UTC")
+
+# (bytes of input consumed so far in the current file, its size, rows read so far)
+ProgressFn = Callable[[str, int, int], None]
+
+
+@dataclass
+class Options:
+    """Reader options from the command line (see ``tickbench import --help``)."""
+
+    sample: int | None = None  # one book snapshot per N updates; None = the format's default
+    clock: str = "exchange"  # which timestamp becomes ts: "exchange" or "local" (arrival)
+    trade_ids: str = "native"  # "native" ids (integers) or a "sequence" per (exchange, sym)
+    block_bytes: int = 8 << 20  # CSV bytes per batch
+    progress: ProgressFn | None = None
+    notes: dict[str, Any] = field(default_factory=dict)  # facts for the manifest
+
+    def sample_or(self, default: int) -> int:
+        n = default if self.sample is None else self.sample
+        if n < 1:
+            raise DatasetError(f"--sample {n}: must be at least 1")
+        return n
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Rows of one table in SPEC §1 layout plus ``_row`` (index of the input row they came from)."""
+
+    table: str
+    df: pl.DataFrame
+    source: str
+
+
+def normalize_exchange(col: str = "exchange") -> pl.Expr:
+    """Venue names as in generated data: upper case without separators (``binance-us`` and
+    ``BINANCE_US`` both become ``BINANCEUS``)."""
+    return pl.col(col).str.to_uppercase().str.replace_all(r"[-_ ]", "")
+
+
+def us_to_ts(col: str) -> pl.Expr:
+    """Integer µs since the epoch as a UTC ns timestamp."""
+    return (pl.col(col).cast(pl.Int64) * NS_PER_US).cast(TS)
+
+
+def header(path: Path) -> list[str]:
+    """The column names of a CSV file (gzip or plain)."""
+    opener: Any = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", newline="") as f:
+            line = f.readline()
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise DatasetError(f"{path}: unreadable ({exc})") from exc
+    return [c.strip() for c in line.rstrip("\r\n").split(",")] if line else []
+
+
+class _Counting:
+    """A raw input file whose position tells how much of it has been consumed."""
+
+    def __init__(self, path: Path) -> None:
+        self.f = pa.OSFile(str(path), "rb")
+        self.size = path.stat().st_size
+
+    def stream(self, path: Path) -> Any:
+        return pa.CompressedInputStream(self.f, "gzip") if path.suffix == ".gz" else self.f
+
+    def pos(self) -> int:
+        return int(self.f.tell())
+
+
+def csv_batches(
+    path: Path, types: dict[str, pa.DataType], opts: Options, names: list[str] | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Record batches of a CSV file (gzip accepted as is), about ``opts.block_bytes`` each.
+
+    ``names`` gives the columns of a file without a header row. Columns not in ``types`` are
+    read as strings.
+    """
+    raw = _Counting(path)
+    read = pacsv.ReadOptions(block_size=opts.block_bytes, column_names=names, use_threads=False)
+    conv = pacsv.ConvertOptions(column_types=types, strings_can_be_null=True,
+                                true_values=["true", "True", "TRUE", "1"],
+                                false_values=["false", "False", "FALSE", "0"])
+    rows = 0
+    try:
+        reader = pacsv.open_csv(raw.stream(path), read_options=read, convert_options=conv)
+        for batch in reader:
+            rows += batch.num_rows
+            if opts.progress:
+                opts.progress(path.name, raw.pos(), raw.size)
+            yield batch
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DatasetError(f"{path}: cannot be read as this format's CSV after {rows} rows ({exc})") from exc
+    finally:
+        raw.f.close()
+
+
+def parquet_batches(path: Path, opts: Options, row_bytes: int = 64) -> Iterator[pa.RecordBatch]:
+    """Record batches of a Parquet file, about ``opts.block_bytes`` each."""
+    try:
+        pf = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DatasetError(f"{path}: unreadable Parquet ({exc})") from exc
+    done = 0
+    size = path.stat().st_size
+    for batch in pf.iter_batches(batch_size=max(opts.block_bytes // row_bytes, 1024)):
+        done += batch.num_rows
+        if opts.progress:
+            opts.progress(path.name, int(size * done / max(pf.metadata.num_rows, 1)), size)
+        yield batch
+
+
+def with_row_index(df: pl.DataFrame, offset: int) -> pl.DataFrame:
+    return df.with_row_index(ROW_COL, offset=offset).with_columns(pl.col(ROW_COL).cast(pl.Int64))
+
+
+def assign_sequence_ids(df: pl.DataFrame, counters: dict[tuple[str, str], int]) -> pl.DataFrame:
+    """Set ``trade_id`` to 1, 2, 3 … per (exchange, sym) in file order, continuing from
+    ``counters`` (updated) across batches and files."""
+    n = df.with_columns(_n=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("exchange", "sym"))
+    offs = pl.DataFrame(
+        {"exchange": [k[0] for k in counters], "sym": [k[1] for k in counters], "_off": list(counters.values())},
+        schema={"exchange": pl.String, "sym": pl.String, "_off": pl.Int64},
+    )
+    out = n.join(offs, on=["exchange", "sym"], how="left", maintain_order="left")
+    out = out.with_columns(trade_id=pl.col("_n") + pl.col("_off").fill_null(0)).drop("_n", "_off")
+    for ex, sym, c in n.group_by("exchange", "sym").agg(c=pl.len()).select("exchange", "sym", "c").iter_rows():
+        counters[(ex, sym)] = counters.get((ex, sym), 0) + c
+    return out
+
+
+def group_ends(ts: np.ndarray, next_ts: int | None) -> np.ndarray:
+    """True where a row is the last of a run of equal ``ts`` (one update message); the batch's
+    last row ends a run when the next batch starts with another ts (``next_ts``; None: the
+    file ended)."""
+    nxt = np.empty(len(ts), dtype=bool)
+    nxt[:-1] = ts[1:] != ts[:-1]
+    if len(ts):
+        nxt[-1] = next_ts is None or next_ts != ts[-1]
+    return nxt
+
+
+def book_frame(rows: dict[str, list[Any]]) -> pl.DataFrame:
+    """A book DataFrame (SPEC order plus ``_row``) from column lists; ts as int ns."""
+    schema: dict[str, Any] = {f.name: pl.Float64 for f in BOOK_SCHEMA}
+    schema.update({"ts": pl.Int64, "exchange": pl.String, "sym": pl.String, ROW_COL: pl.Int64})
+    df = pl.DataFrame(rows, schema=schema)
+    return df.with_columns(pl.col("ts").cast(TS)).select([*BOOK_SCHEMA.names, ROW_COL])
+
+
+def trades_select() -> list[str]:
+    return [*TRADES_SCHEMA.names, ROW_COL]
+
+
+@dataclass
+class _Book:
+    bids: dict[float, float] = field(default_factory=dict)
+    asks: dict[float, float] = field(default_factory=dict)
+    last_was_snapshot: bool = False
+    synced: bool = False  # a snapshot has been seen
+    updates: int = 0
+
+
+class L2Rebuilder:
+    """Rebuild level-2 books from price-level updates and sample snapshots of the top 20.
+
+    Input rows carry (exchange, sym, message key, ts, is_snapshot, side, price, amount) where
+    ``amount`` is the level's new size (0 removes it) and the rows of one exchange message share
+    the message key. After every ``sample``-th message of a stream, the state after the whole
+    message is emitted as one book row stamped with the message's last ``ts``. A snapshot row
+    that follows a non-snapshot row starts a new book (a reconnect or a new day's file);
+    updates before a stream's first snapshot are skipped and counted.
+    """
+
+    def __init__(self, sample: int) -> None:
+        self.sample = sample
+        self.books: dict[tuple[str, str], _Book] = {}
+        self.pending: tuple[str, str, Any] | None = None  # the message being read
+        self.pending_ts = 0
+        self.pending_row = 0
+        self.skipped = 0
+        self.out: dict[str, list[Any]] = self._empty()
+
+    @staticmethod
+    def _empty() -> dict[str, list[Any]]:
+        return {c: [] for c in [*BOOK_SCHEMA.names, ROW_COL]}
+
+    def _end_message(self) -> None:
+        if self.pending is None:
+            return
+        ex, sym, _ = self.pending
+        self.pending = None
+        book = self.books[(ex, sym)]
+        if not book.synced:
+            return
+        book.updates += 1
+        if book.updates % self.sample:
+            return
+        o = self.out
+        o["ts"].append(self.pending_ts)
+        o["exchange"].append(ex)
+        o["sym"].append(sym)
+        o[ROW_COL].append(self.pending_row)
+        bids = heapq.nlargest(LEVELS, book.bids.items())
+        asks = heapq.nsmallest(LEVELS, book.asks.items())
+        for side, levels in (("b", bids), ("a", asks)):
+            for i in range(LEVELS):
+                price, size = levels[i] if i < len(levels) else (None, None)
+                o[f"{side}{i + 1}price"].append(price)
+                o[f"{side}{i + 1}size"].append(size)
+
+    def feed(
+        self, exchange: list[str], sym: list[str], msg: list[Any], ts: list[int], snapshot: list[bool],
+        side: list[str], price: list[float], amount: list[float], row0: int, source: str,
+    ) -> None:
+        """Apply one batch of update rows (columns as lists; ``row0`` = input index of the first).
+        A row that cannot be applied (no side, price or amount) is an error naming the row."""
+        for i in range(len(ts)):
+            key = (exchange[i], sym[i], msg[i])
+            if key != self.pending:
+                self._end_message()
+                self.pending = key
+            book = self.books.get(key[:2])
+            if book is None:
+                book = self.books[key[:2]] = _Book()
+            snap = bool(snapshot[i])
+            if snap and not book.last_was_snapshot:
+                book.bids.clear()
+                book.asks.clear()
+                book.synced = True
+            book.last_was_snapshot = snap
+            self.pending_ts, self.pending_row = ts[i], row0 + i
+            if not book.synced:
+                self.skipped += 1
+                continue
+            if side[i] not in ("bid", "ask") or price[i] is None or amount[i] is None or amount[i] < 0:
+                raise DatasetError(f"{source} row {row0 + i}: a book update needs side bid/ask, a price and an "
+                                   f"amount >= 0 (side={side[i]}, price={price[i]}, amount={amount[i]})")
+            levels = book.bids if side[i] == "bid" else book.asks
+            if amount[i] == 0:
+                levels.pop(price[i], None)
+            else:
+                levels[price[i]] = amount[i]
+
+    def take(self, final: bool = False) -> pl.DataFrame:
+        """The snapshots emitted so far (and, with ``final``, after the last message)."""
+        if final:
+            self._end_message()
+        out, self.out = self.out, self._empty()
+        return book_frame(out)

@@ -1,0 +1,146 @@
+"""Tardis.dev downloadable CSV files (gzip or plain), one reader per data type.
+
+Column layouts, as published in Tardis.dev's documentation ("Downloadable CSV files" → "Data
+types", docs.tardis.dev/downloadable-csv-files): comma-delimited, header row, timestamps in
+microseconds since the epoch (UTC), decimal point ``.``.
+
+* ``trades``: ``exchange,symbol,timestamp,local_timestamp,id,side,price,amount``; ``id`` is the
+  exchange's trade id (numeric, a GUID or empty), ``side`` the taker side ``buy``/``sell``
+  (``unknown`` when the exchange does not say: such a row breaks the side invariant).
+* ``book_snapshot_25`` (and ``book_snapshot_5``, refused: fewer than 20 levels):
+  ``exchange,symbol,timestamp,local_timestamp,asks[0].price,asks[0].amount,bids[0].price,
+  bids[0].amount,…,asks[24].price,asks[24].amount,bids[24].price,bids[24].amount``; the top 20
+  levels per side are kept, an empty level is a missing value.
+* ``incremental_book_L2``: ``exchange,symbol,timestamp,local_timestamp,is_snapshot,side,price,
+  amount``; ``amount`` is the level's new size (0 removes it), rows of one exchange message share
+  ``local_timestamp``, and an ``is_snapshot=true`` row after a non-snapshot row starts a new book.
+  The book is rebuilt and one snapshot is kept per ``--sample`` messages (default 40).
+
+``timestamp`` is the exchange's time (Tardis falls back to ``local_timestamp`` when the exchange
+gives none); ``--clock local`` stamps rows with the arrival time instead. Venue ids such as
+``coinbase`` or ``binance-us`` become ``COINBASE``, ``BINANCEUS``; symbols are kept as given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+from tickbench.data.dataset import DatasetError
+from tickbench.data.importers.common import (
+    ROW_COL,
+    Chunk,
+    L2Rebuilder,
+    Options,
+    assign_sequence_ids,
+    csv_batches,
+    header,
+    normalize_exchange,
+    trades_select,
+    us_to_ts,
+    with_row_index,
+)
+from tickbench.data.schema import BOOK_SCHEMA, LEVELS
+
+TRADES = ["exchange", "symbol", "timestamp", "local_timestamp", "id", "side", "price", "amount"]
+INCREMENTAL = ["exchange", "symbol", "timestamp", "local_timestamp", "is_snapshot", "side", "price", "amount"]
+SNAPSHOT_PREFIX = ["exchange", "symbol", "timestamp", "local_timestamp"]
+INCREMENTAL_SAMPLE = 40
+
+
+def _snapshot_levels(cols: list[str]) -> int:
+    """The depth of a ``book_snapshot_N`` header, or 0 when ``cols`` is not one."""
+    if cols[:4] != SNAPSHOT_PREFIX or (len(cols) - 4) % 4:
+        return 0
+    n = (len(cols) - 4) // 4
+    want = [f"{s}[{i}].{k}" for i in range(n) for s in ("asks", "bids") for k in ("price", "amount")]
+    return n if cols[4:] == want else 0
+
+
+def kind(path: Path) -> str:
+    """Which Tardis data type a file holds, from its header."""
+    cols = header(path)
+    if cols == TRADES:
+        return "trades"
+    if cols == INCREMENTAL:
+        return "incremental_book_L2"
+    n = _snapshot_levels(cols)
+    if n >= LEVELS:
+        return "book_snapshot"
+    if n:
+        raise DatasetError(f"{path}: a book_snapshot_{n} file has {n} levels; tickbench's book has {LEVELS} "
+                           "(SPEC §1): import book_snapshot_25 or incremental_book_L2 instead")
+    raise DatasetError(f"{path}: not a Tardis trades, book_snapshot_25 or incremental_book_L2 CSV "
+                       f"(header {','.join(cols[:8])}…)")
+
+
+def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
+    """Every file's rows as SPEC rows; files of one kind are read in name order."""
+    kinds = {p: kind(p) for p in paths}
+    clock = "timestamp" if opts.clock == "exchange" else "local_timestamp"
+    counters: dict[tuple[str, str], int] = {}
+    for path in sorted(paths, key=lambda p: (kinds[p], p.name)):
+        k = kinds[path]
+        if k == "trades":
+            yield from _trades(path, opts, clock, counters)
+        elif k == "book_snapshot":
+            yield from _snapshots(path, opts, clock)
+        else:
+            yield from _incremental(path, opts, clock)
+
+
+def _trades(path: Path, opts: Options, clock: str, counters: dict[tuple[str, str], int]) -> Iterator[Chunk]:
+    types = {"exchange": pa.string(), "symbol": pa.string(), "timestamp": pa.int64(), "local_timestamp": pa.int64(),
+             "id": pa.string(), "side": pa.string(), "price": pa.float64(), "amount": pa.float64()}
+    row = 0
+    for batch in csv_batches(path, types, opts):
+        df = with_row_index(pl.from_arrow(batch), row)  # type: ignore[arg-type]
+        row += batch.num_rows
+        df = df.select(
+            us_to_ts(clock).alias("ts"), normalize_exchange().alias("exchange"), pl.col("symbol").alias("sym"),
+            "side", "price", "amount", pl.col("id").cast(pl.Int64, strict=False).alias("trade_id"), ROW_COL,
+        )
+        if opts.trade_ids == "sequence":
+            df = assign_sequence_ids(df, counters)
+        yield Chunk("trades", df.select(trades_select()), path.name)
+
+
+def _snapshots(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
+    sample = opts.sample_or(1)
+    cols = header(path)
+    types = {c: pa.float64() for c in cols[4:]}
+    types.update({"exchange": pa.string(), "symbol": pa.string(), "timestamp": pa.int64(),
+                  "local_timestamp": pa.int64()})
+    levels = [pl.col(f"{src}[{i}].{k}").alias(f"{dst}{i + 1}{'price' if k == 'price' else 'size'}")
+              for dst, src in (("b", "bids"), ("a", "asks")) for i in range(LEVELS) for k in ("price", "amount")]
+    row = 0
+    for batch in csv_batches(path, types, opts):
+        df = with_row_index(pl.from_arrow(batch), row)  # type: ignore[arg-type]
+        row += batch.num_rows
+        if sample > 1:
+            df = df.filter(pl.col(ROW_COL) % sample == sample - 1)
+        out = df.select(us_to_ts(clock).alias("ts"), normalize_exchange().alias("exchange"),
+                        pl.col("symbol").alias("sym"), *levels, ROW_COL)
+        yield Chunk("book", out.select([*BOOK_SCHEMA.names, ROW_COL]), path.name)
+
+
+def _incremental(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
+    types = {"exchange": pa.string(), "symbol": pa.string(), "timestamp": pa.int64(), "local_timestamp": pa.int64(),
+             "is_snapshot": pa.bool_(), "side": pa.string(), "price": pa.float64(), "amount": pa.float64()}
+    rb = L2Rebuilder(opts.sample_or(INCREMENTAL_SAMPLE))
+    row = 0
+    for batch in csv_batches(path, types, opts):
+        df = pl.from_arrow(batch)
+        assert isinstance(df, pl.DataFrame)
+        df = df.with_columns(normalize_exchange(), (pl.col(clock) * 1000).alias("_ts"))
+        rb.feed(df["exchange"].to_list(), df["symbol"].to_list(), df["local_timestamp"].to_list(),
+                df["_ts"].to_list(), df["is_snapshot"].to_list(), df["side"].to_list(), df["price"].to_list(),
+                df["amount"].to_list(), row, path.name)
+        row += batch.num_rows
+        yield Chunk("book", rb.take(), path.name)
+    yield Chunk("book", rb.take(final=True), path.name)
+    if rb.skipped:
+        opts.notes.setdefault("skipped_before_first_snapshot", {})[path.name] = rb.skipped

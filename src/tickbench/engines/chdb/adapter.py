@@ -1,0 +1,260 @@
+"""ClickHouse embedded in the Python process through chDB, over one persistent session path.
+
+A process can open only one chDB session path, and no other process can open a path while it
+is in use, so everything this adapter stores lives in one session under ``workdir``: the query
+data in database ``tickbench``, each W store in a database of its own (``w_csv``,
+``baseline_parquet``, …), whose bytes are told apart through ``system.parts``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import chdb
+import pyarrow as pa
+from chdb.session import Session
+
+from tickbench.engines.base import Engine, EngineUnavailable, LoadFigures
+
+HERE = Path(__file__).parent
+SCHEMA = (HERE / "schema.sql").read_text()
+# The embedded server's config file, written into the workdir at start (a string here, so the
+# engine folder holds no file type the package does not ship). query_log is on so that each
+# query's own peak memory can be read back; it is flushed only on demand (SYSTEM FLUSH LOGS,
+# after the timed interval), never by a timer during a query.
+CONFIG = """<clickhouse>
+    <query_log>
+        <database>system</database>
+        <table>query_log</table>
+        <flush_interval_milliseconds>86400000</flush_interval_milliseconds>
+    </query_log>
+</clickhouse>
+"""
+DB = "tickbench"
+TABLES = ("trades", "book")
+PARAM = re.compile(r"\{([a-z_]+):")
+GLOB_CHARS = set("{},*?[]")
+# The session's startup arguments besides the config file: session_timezone=UTC, as chDB
+# ignores the config's <timezone> and the baseline's inferred DateTime64 has no zone;
+# extended results, so time buckets are DateTime64 (ClickHouse's Arrow output writes a
+# DateTime as a bare UInt32, which no client reads as a time).
+STARTUP = "session_timezone=UTC&enable_extended_results_for_datetime_functions=1"
+FORMATS = {"csv": "CSVWithNames", "parquet": "Parquet"}
+
+# The adapter's own statements (loads, SE, memory); the benchmark queries are in queries/.
+CREATE_DB = "CREATE DATABASE IF NOT EXISTS {db:Identifier}"
+USE_DB = "USE {db:Identifier}"  # the query files name their tables without a database
+DROP_TABLE = "DROP TABLE IF EXISTS {db:Identifier}.{table:Identifier} SYNC"
+# Not SYNC: an Atomic database drops at once and deletes its files in the background, so
+# clearing the previous W store costs the next load almost nothing.
+DROP_DB = "DROP DATABASE IF EXISTS {db:Identifier}"
+# The insertion table's structure is used for file() (no schema inference, no casts), and
+# CSVWithNames matches columns by the header's names.
+INSERT = "INSERT INTO {db:Identifier}.{table:Identifier} SELECT * FROM file({path:String}, {fmt:Identifier})"
+# The baseline: a table shaped by ClickHouse's own inference from the file, default settings.
+BASELINE_CREATE = (
+    "CREATE TABLE {db:Identifier}.{table:Identifier} ENGINE = MergeTree ORDER BY tuple() "
+    "EMPTY AS SELECT * FROM file({path:String}, {fmt:Identifier})"
+)
+COUNT = "SELECT count() FROM {db:Identifier}.{table:Identifier}"
+PARTS = (
+    "SELECT sum(bytes_on_disk), count() FROM system.parts "
+    "WHERE active AND database = {db:String} AND partition_id IN {partitions:Array(String)}"
+)
+DB_PARTS = "SELECT sum(bytes_on_disk), count() FROM system.parts WHERE active AND database = {db:String}"
+MERGES = "SELECT count() FROM system.merges WHERE database = {db:String}"
+OPTIMIZE = "OPTIMIZE TABLE {db:Identifier}.{table:Identifier} FINAL"
+FLUSH_LOG = "SYSTEM FLUSH LOGS query_log"
+# query_log's memory_usage is the query's peak tracked memory (ClickHouse's own figure). The
+# row is found as the latest finished SELECT: chDB logs the query text with its parameters
+# substituted and reformatted (so the text cannot be matched), and sets no query_id we can read.
+QUERY_MEMORY = (
+    "SELECT memory_usage FROM system.query_log WHERE type = 'QueryFinish' AND is_initial_query "
+    "AND query_kind = 'Select' AND NOT has(tables, 'system.query_log') "
+    "ORDER BY event_time_microseconds DESC LIMIT 1"
+)
+SETTINGS = (
+    "SELECT name, value FROM system.settings WHERE name IN "
+    "('max_threads', 'max_memory_usage', 'max_insert_threads', 'input_format_parallel_parsing', "
+    "'session_timezone', 'join_algorithm', 'enable_extended_results_for_datetime_functions')"
+)
+
+
+class Adapter(Engine):
+    session: Session | None = None
+    # True while the session's last statement was a benchmark query (see query_memory_bytes).
+    _query_last: bool = False
+
+    @classmethod
+    def probe(cls) -> str:
+        try:
+            return f"{chdb.engine_version} (chDB {chdb.__version__})"
+        except AttributeError as exc:  # an old chDB without the embedded ClickHouse's version
+            raise EngineUnavailable(f"chDB {getattr(chdb, '__version__', '?')} is too old") from exc
+
+    @property
+    def session_path(self) -> Path:
+        return self.workdir / "chdb"
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        config = self.workdir / "chdb-config.xml"
+        config.write_text(CONFIG)
+        if set(str(self.workdir)) & set("?&"):  # they would split chDB's connection string
+            raise EngineUnavailable(f"chDB cannot open a path containing '?' or '&': {self.workdir}")
+        try:
+            # Connection-string parameters become the embedded ClickHouse's startup arguments.
+            self.session = Session(f"{self.session_path}?config-file={config}&{STARTUP}")
+        except RuntimeError as exc:  # chDB's own message is only "Error initializing EmbeddedServer"
+            raise RuntimeError(f"chDB could not open {self.session_path}; another process may hold "
+                               f"it (one process per session path): {exc}") from exc
+        self._sql(CREATE_DB, {"db": DB})
+        self._sql(USE_DB, {"db": DB})
+
+    def stop(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+    def _sql(self, sql: str, params: dict[str, Any] | None = None, fmt: str = "CSV") -> Any:
+        if self.session is None:
+            raise RuntimeError("chDB is not started")
+        self._query_last = False
+        text = {name: param_text(value) for name, value in (params or {}).items()}
+        return self.session.query(sql, fmt, params=text)
+
+    def _scalars(self, sql: str, params: dict[str, Any] | None = None) -> list[int]:
+        """The first row of a query of integers (a sum over no rows is 0)."""
+        row = self._sql(sql, params, "ArrowTable").to_pylist()[0]
+        return [int(v or 0) for v in row.values()]
+
+    def _create(self, db: str) -> None:
+        self._sql(DROP_DB, {"db": db})
+        self._sql(CREATE_DB, {"db": db})
+        self._sql(SCHEMA, {"db": db})
+
+    def _insert(self, db: str, table: str, fmt: str, files: list[Path]) -> int:
+        """Insert ``files`` with ClickHouse's own reader for ``fmt``; return their bytes."""
+        self._sql(INSERT, {"db": db, "table": table, "path": file_glob(files), "fmt": FORMATS[fmt]})
+        return sum(f.stat().st_size for f in files)
+
+    def _rows(self, db: str) -> int:
+        return sum(self._scalars(COUNT, {"db": db, "table": t})[0] for t in TABLES)
+
+    def load(self) -> int:
+        days = self.params.days("month") + self.params.days("multi_day")
+        for table in TABLES:
+            self._sql(DROP_TABLE, {"db": DB, "table": table})
+        self._sql(SCHEMA, {"db": DB})
+        for table in TABLES:
+            self._insert(DB, table, "parquet", self.dataset.files(table, days))
+        return self._rows(DB)
+
+    def run_query(self, qid: str) -> pa.Table:
+        sql = self.query_text(qid)
+        table = self._sql(sql, query_params(sql, self.params.bindings()), "ArrowTable")
+        self._query_last = True
+        assert isinstance(table, pa.Table)
+        return table
+
+    def query_memory_bytes(self) -> int | None:
+        """The last query's peak memory as ClickHouse tracked it (``system.query_log``
+        ``memory_usage``), or None if it is not there. Called after the timed interval: the
+        log is flushed here, on demand. None unless the session's last statement was a
+        benchmark query, since the row is found as the latest finished SELECT."""
+        if not self._query_last:
+            return None
+        self._sql(FLUSH_LOG)
+        rows = self._sql(QUERY_MEMORY, fmt="ArrowTable").to_pylist()
+        return int(rows[0]["memory_usage"]) if rows else None
+
+    def _day_files(self, table: str, fmt: str) -> list[Path]:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown bulk-load format {fmt!r}")
+        if fmt == "csv":
+            return [self.dataset.csv_file(table)]
+        return self.dataset.files(table, [self.dataset.bulk_day])
+
+    def _figures(self, db: str, nbytes: int) -> LoadFigures:
+        disk, parts = self._scalars(DB_PARTS, {"db": db})
+        return LoadFigures(rows=self._rows(db), input_bytes=nbytes,
+                           detail={"database": db, "bytes_on_disk": disk, "active_parts": parts})
+
+    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """W: the bulk-load day into a fresh database ``w_<fmt>`` with tickbench's schema,
+        through ``INSERT … SELECT FROM file()``; committed (its parts active) on return.
+        ``scratch`` is not used: a second chDB session path cannot be opened in this process."""
+        db, files = f"w_{fmt}", {t: self._day_files(t, fmt) for t in TABLES}
+        self._create(db)
+        nbytes = sum(self._insert(db, t, fmt, files[t]) for t in TABLES)
+        return self._figures(db, nbytes)
+
+    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """ClickHouse's own plain path: a MergeTree table with the schema it infers from the
+        file and default settings, then ``INSERT … SELECT * FROM file()``."""
+        db, files = f"baseline_{fmt}", {t: self._day_files(t, fmt) for t in TABLES}
+        self._sql(DROP_DB, {"db": db})
+        self._sql(CREATE_DB, {"db": db})
+        nbytes = 0
+        for table in TABLES:
+            args = {"db": db, "table": table, "path": file_glob(files[table]), "fmt": FORMATS[fmt]}
+            self._sql(BASELINE_CREATE, args)
+            self._sql(INSERT, args)
+            nbytes += sum(f.stat().st_size for f in files[table])
+        return self._figures(db, nbytes)
+
+    def storage_bytes(self) -> dict[str, int]:
+        """SE: bytes on disk of the active parts of the 30-day period's daily partitions, as
+        the background merges left them; then, labelled apart, after ``OPTIMIZE … FINAL``
+        merged each partition into one part (this rewrites the query store)."""
+        month = {"db": DB, "partitions": [d.replace("-", "") for d in self.params.days("month")]}
+        disk, parts = self._scalars(PARTS, month)
+        merging = self._scalars(MERGES, {"db": DB})[0]
+        for table in TABLES:
+            self._sql(OPTIMIZE, {"db": DB, "table": table})
+        final, final_parts = self._scalars(PARTS, month)
+        return {"parts_bytes_on_disk": disk, "active_parts": parts, "merges_running": merging,
+                "after_optimize_final": final, "active_parts_after_optimize_final": final_parts}
+
+    def settings(self) -> dict[str, Any]:
+        rows = self._sql(SETTINGS, fmt="ArrowTable").to_pylist()
+        out: dict[str, Any] = {str(r["name"]): str(r["value"]) for r in rows}
+        out["sort_key"] = "(sym, exchange, ts)"
+        out["partition_by"] = "toYYYYMMDD(ts)"
+        out["codecs"] = "ts, trade_id: Delta+ZSTD(1); floats: ZSTD(1); exchange, sym, side: LowCardinality"
+        return out
+
+
+def file_glob(files: list[Path]) -> str:
+    """One ``file()`` path naming exactly ``files``: their common directory, then a ``{a,b,…}``
+    alternation of the relative paths (ClickHouse's file() takes one path, with globs)."""
+    if not files:
+        raise ValueError("no input files")
+    for f in files:
+        if set(str(f)) & GLOB_CHARS:
+            raise ValueError(f"a file() path cannot contain glob characters: {f}")
+    if len(files) == 1:
+        return str(files[0])
+    root = Path(os.path.commonpath(files))
+    return f"{root}/{{{','.join(str(f.relative_to(root)) for f in files)}}}"
+
+
+def query_params(sql: str, bindings: dict[str, Any]) -> dict[str, Any]:
+    """The bindings that ``sql`` names as ClickHouse query parameters (``{name:Type}``)."""
+    return {name: bindings[name] for name in set(PARAM.findall(sql))}
+
+
+def param_text(value: Any) -> str:
+    """A query parameter as the text ClickHouse parses for its declared type: chDB passes
+    values as text and writes neither datetimes nor lists the way ClickHouse reads them.
+    Datetimes (naive UTC) become ``YYYY-MM-DD hh:mm:ss.ffffff``, lists ``['…', …]``, and a
+    string is escaped as ClickHouse's escaped text format wants (backslash, tab, newline)."""
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ", timespec="microseconds")
+    if isinstance(value, list):
+        return "[" + ", ".join("'" + param_text(v).replace("'", "\\'") + "'" for v in value) + "]"
+    return str(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")

@@ -1,0 +1,19 @@
+-- close = the price of each 5-minute bucket's last trade (ties on ts: the highest trade_id).
+WITH closes AS (
+    SELECT DISTINCT ON (bucket) date_bin('5 minutes', ts, TIMESTAMPTZ 'epoch') AS bucket,
+           price AS close
+    FROM trades
+    WHERE sym = %(sym)s AND ts >= %(day_start)s AND ts < %(day_end)s
+    ORDER BY bucket, ts DESC, trade_id DESC
+),
+returns AS (
+    SELECT bucket, ln(close) - ln(lag(close) OVER w) AS ret, row_number() OVER w AS n
+    FROM closes
+    WINDOW w AS (ORDER BY bucket)
+)
+SELECT date_bin('1 hour', bucket, TIMESTAMPTZ 'epoch') AS hour, stddev_samp(ret) AS vol
+FROM returns
+WHERE n > 1
+GROUP BY hour
+HAVING count(*) >= 2
+ORDER BY hour;

@@ -1,0 +1,230 @@
+"""``tickbench compare A B``: per-cell ratios between two runs, flagging real differences.
+
+For every (engine, benchmark) cell timed in both runs it prints the medians, the ratio B/A
+and each run's [min, max]. Query cells use the timed repetitions; W uses the load repetitions
+of the CSV and Parquet loads separately; SE (bytes, not a timing) is shown for information.
+
+When is a difference flagged (the rule; all three must hold)
+-----------------------------------------------------------
+1. the two runs' ranges do not overlap: ``max_A < min_B`` or ``max_B < min_A``;
+2. ``|median_B - median_A| > 3 × pooled spread``, the pooled spread being
+   ``sqrt((s_A² + s_B²) / 2)`` with ``s = 1.4826 × MAD`` (the median absolute deviation
+   scaled to a standard deviation; robust against the odd slow repetition);
+3. the ratio B/A is outside ``[1/min_ratio, min_ratio]`` (default 1.2): smaller changes are
+   within what a shared machine drifts between runs and are not worth a flag.
+
+Rule 1 alone fires by chance in about one cell in ten with three repetitions per side; 2 and 3
+keep a comparison of two runs of the same build on the same machine quiet while a real
+slowdown (for example ``TICKBENCH_FAULTS="duckdb:slow=0.05"``, which adds 50 ms to every duckdb
+query) is flagged on every cell it touches. A cell that was ok in one run and wrong, errored or
+timed out in the other is flagged too. Cells with fewer than two samples on either side are
+shown but cannot be tested, so never flagged.
+
+What is refused
+---------------
+Two runs on different datasets (content hash) are not compared at all, and neither is a cell
+whose native query text differs (``Record.query.sha256``): the error names every such cell.
+``skip_changed`` compares the other cells and lists the refused ones instead.
+
+Exit status (``tickbench compare``): 0 nothing flagged, 1 at least one cell flagged,
+2 refused or unreadable input (like ``diff``: scripts can gate on "no regression").
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from tickbench.results import Record, Results, ResultsError, read_results
+from tickbench.suites.published import BENCHMARKS
+
+MAD_TO_SIGMA = 1.4826
+SPREAD_FACTOR = 3.0
+DEFAULT_MIN_RATIO = 1.2
+BAD = ("wrong", "error", "timeout")
+
+
+class CompareRefused(Exception):
+    """The two runs, or some of their cells, must not be compared; the message says which."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One compared cell."""
+
+    engine: str
+    cell: str  # benchmark id, or "W csv" / "W parquet"
+    status_a: str
+    status_b: str
+    a: list[float]  # samples in ms (bytes for SE)
+    b: list[float]
+    flagged: bool
+    why: str
+
+    @property
+    def median_a(self) -> float | None:
+        return statistics.median(self.a) if self.a else None
+
+    @property
+    def median_b(self) -> float | None:
+        return statistics.median(self.b) if self.b else None
+
+    @property
+    def ratio(self) -> float | None:
+        """B/A of the medians."""
+        ma, mb = self.median_a, self.median_b
+        if ma is None or mb is None or ma == 0:
+            return None
+        return mb / ma
+
+
+@dataclass
+class Comparison:
+    a: Results
+    b: Results
+    cells: list[Cell] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # cells skipped because their query text differs
+    only_a: list[str] = field(default_factory=list)  # engines only in A
+    only_b: list[str] = field(default_factory=list)
+
+    @property
+    def flagged(self) -> list[Cell]:
+        return [c for c in self.cells if c.flagged]
+
+
+def _spread(xs: list[float]) -> float:
+    med = statistics.median(xs)
+    return MAD_TO_SIGMA * statistics.median(abs(x - med) for x in xs)
+
+
+def differs(a: list[float], b: list[float], min_ratio: float = DEFAULT_MIN_RATIO) -> tuple[bool, str]:
+    """Apply the module's rule to two sample lists; (flagged, why)."""
+    if len(a) < 2 or len(b) < 2:
+        return False, "fewer than 2 samples: not tested"
+    ma, mb = statistics.median(a), statistics.median(b)
+    if max(a) >= min(b) and max(b) >= min(a):
+        return False, "ranges overlap"
+    pooled = math.sqrt((_spread(a) ** 2 + _spread(b) ** 2) / 2)
+    if abs(mb - ma) <= SPREAD_FACTOR * pooled:
+        return False, f"|Δmedian| within {SPREAD_FACTOR:g}× pooled spread"
+    ratio = mb / ma if ma > 0 else math.inf
+    if 1 / min_ratio <= ratio <= min_ratio:
+        return False, f"within {min_ratio:g}×"
+    return True, f"{ratio:.2f}× {'slower' if ratio > 1 else 'faster'}, ranges apart, beyond {SPREAD_FACTOR:g}× spread"
+
+
+def _samples(rec: Record | None, fmt: str | None) -> list[float]:
+    """The cell's samples in ms (for W: the load of ``fmt``)."""
+    if rec is None or rec.status != "ok":
+        return []
+    if fmt is not None:
+        f = rec.figures.get(fmt) or {}
+        return [s * 1e3 for s in f.get("samples_s") or ([f["seconds"]] if "seconds" in f else [])]
+    return [s / 1e6 for s in rec.samples_ns]
+
+
+def _changed(a: Results, b: Results) -> list[str]:
+    """Cells whose native query text differs between the runs."""
+    out = []
+    for ra in a.records:
+        rb = b.record(ra.engine, ra.benchmark)
+        if rb is not None and ra.query is not None and rb.query is not None and ra.query.sha256 != rb.query.sha256:
+            out.append(f"{ra.engine} {ra.benchmark} ({ra.query.file}: {ra.query.sha256[:12]} → {rb.query.sha256[:12]})")
+    return out
+
+
+def compare(a: Results, b: Results, min_ratio: float = DEFAULT_MIN_RATIO, skip_changed: bool = False) -> Comparison:
+    """Compare run ``b`` against run ``a`` (ratios are B/A). Raises :class:`CompareRefused`
+    for different datasets, or for changed query text unless ``skip_changed``."""
+    if a.dataset.content_hash != b.dataset.content_hash:
+        raise CompareRefused(
+            f"the runs used different datasets: A {a.run_id} has content hash {a.dataset.content_hash}, "
+            f"B {b.run_id} has {b.dataset.content_hash}; every cell differs in what it measured, nothing "
+            "is compared")
+    changed = _changed(a, b)
+    if changed and not skip_changed:
+        raise CompareRefused("the native query text differs in these cells, so they measured different "
+                             "queries: " + "; ".join(changed) + " (use --skip-changed to compare the others)")
+    out = Comparison(a, b, refused=changed)
+    ea, eb = a.engines(), b.engines()
+    out.only_a = [e for e in ea if e not in eb]
+    out.only_b = [e for e in eb if e not in ea]
+    refused = {c.split(" (")[0] for c in changed}
+    for engine in [e for e in ea if e in eb]:
+        for bench in BENCHMARKS:
+            ra, rb = a.record(engine, bench.id), b.record(engine, bench.id)
+            if ra is None or rb is None or f"{engine} {bench.id}" in refused:
+                continue
+            if bench.id == "SE":
+                sa = [float(ra.figures["engine_bytes"])] if ra.status == "ok" and "engine_bytes" in ra.figures else []
+                sb = [float(rb.figures["engine_bytes"])] if rb.status == "ok" and "engine_bytes" in rb.figures else []
+                out.cells.append(Cell(engine, "SE", ra.status, rb.status, sa, sb, False, "bytes: for information"))
+                continue
+            for fmt in (("csv", "parquet") if bench.id == "W" else (None,)):
+                sa, sb = _samples(ra, fmt), _samples(rb, fmt)
+                name = f"W {fmt}" if fmt else bench.id
+                if (ra.status == "ok") != (rb.status == "ok") and (ra.status in BAD or rb.status in BAD):
+                    out.cells.append(Cell(engine, name, ra.status, rb.status, sa, sb, True,
+                                          f"status {ra.status} → {rb.status}"))
+                    continue
+                if not sa or not sb:
+                    if ra.status != "ok" or rb.status != "ok":
+                        out.cells.append(Cell(engine, name, ra.status, rb.status, sa, sb, False,
+                                              f"status {ra.status} / {rb.status}: no timing"))
+                    continue
+                flagged, why = differs(sa, sb, min_ratio)
+                out.cells.append(Cell(engine, name, ra.status, rb.status, sa, sb, flagged, why))
+    return out
+
+
+def _num(v: float | None, unit: str = "") -> str:
+    if v is None:
+        return "—"
+    return f"{v:,.0f}{unit}" if v >= 100 else f"{v:,.2f}{unit}"
+
+
+def print_comparison(c: Comparison, console: Console) -> None:
+    """The table of cells, then the flagged ones in words."""
+    t = Table(title=f"B {c.b.run_id} vs A {c.a.run_id} · dataset {c.a.dataset.content_hash[:12]} · ratio = B/A "
+                    "of medians")
+    for col, just in (("engine", "left"), ("cell", "left"), ("A median", "right"), ("B median", "right"),
+                      ("B/A", "right"), ("A [min, max]", "right"), ("B [min, max]", "right"), ("", "left")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for cell in c.cells:
+        unit = " B" if cell.cell == "SE" else " ms"
+        rng = [f"[{_num(min(s))}, {_num(max(s))}]" if s else "—" for s in (cell.a, cell.b)]
+        ratio = f"{cell.ratio:.2f}×" if cell.ratio is not None else "—"
+        mark = f"[red bold]FLAG[/red bold] {cell.why}" if cell.flagged else f"[dim]{cell.why}[/dim]"
+        t.add_row(cell.engine, cell.cell, _num(cell.median_a, unit) if cell.a else cell.status_a,
+                  _num(cell.median_b, unit) if cell.b else cell.status_b,
+                  f"[red]{ratio}[/red]" if cell.flagged else ratio, rng[0], rng[1], mark)
+    console.print(t)
+    for label, names in (("only in A", c.only_a), ("only in B", c.only_b)):
+        if names:
+            console.print(f"engines {label}: {', '.join(names)}")
+    if c.refused:
+        console.print("[yellow]not compared (query text differs):[/yellow] " + "; ".join(c.refused))
+    if c.flagged:
+        console.print(f"[red bold]{len(c.flagged)} cell(s) differ beyond the runs' own spread:[/red bold] "
+                      + ", ".join(f"{x.engine} {x.cell} ({x.why})" for x in c.flagged))
+    else:
+        console.print("[green]no cell differs beyond the runs' own spread[/green]")
+
+
+def main(path_a: Path, path_b: Path, console: Console, err: Console, min_ratio: float = DEFAULT_MIN_RATIO,
+         skip_changed: bool = False) -> int:
+    """``tickbench compare``: read, compare, print; the exit status (see the module docstring)."""
+    try:
+        if min_ratio < 1:
+            raise CompareRefused(f"--min-ratio {min_ratio:g}: must be at least 1")
+        c = compare(read_results(path_a), read_results(path_b), min_ratio, skip_changed)
+    except (ResultsError, CompareRefused) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        return 2
+    print_comparison(c, console)
+    return 1 if c.flagged else 0

@@ -1,0 +1,87 @@
+"""chDB-specific behaviour: one session path per process holding the query store and the W
+stores as databases, parameters passed as ClickHouse text, memory from query_log, SE keys."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from tickbench.data.dataset import Dataset
+from tickbench.engines.registry import adapter_class, availability
+from tickbench.suites.published import QueryParams
+
+pytestmark = pytest.mark.skipif(not availability("chdb").available, reason="chdb is not installed")
+
+
+def test_param_text_is_what_clickhouse_parses() -> None:
+    from tickbench.engines.chdb.adapter import param_text
+
+    assert param_text(dt.datetime(2022, 6, 18, 1, 2, 3, 4)) == "2022-06-18 01:02:03.000004"
+    assert param_text([dt.datetime(2022, 6, 18), dt.datetime(2022, 6, 19)]) == (
+        "['2022-06-18 00:00:00.000000', '2022-06-19 00:00:00.000000']")
+    assert param_text("a\tb\nc\\") == "a\\tb\\nc\\\\"
+    assert param_text(["it's"]) == "['it\\'s']"
+
+
+def test_file_glob_names_exactly_the_files(tmp_path: Path) -> None:
+    from tickbench.engines.chdb.adapter import file_glob
+
+    files = [tmp_path / "a" / "x.parquet", tmp_path / "b" / "y.parquet"]
+    assert file_glob(files) == f"{tmp_path}/{{a/x.parquet,b/y.parquet}}"
+    assert file_glob(files[:1]) == str(files[0])
+    with pytest.raises(ValueError, match="glob"):
+        file_glob([tmp_path / "odd*name.parquet"])
+
+
+@pytest.mark.slow
+def test_store_memory_w_and_se(tiny: Dataset, tiny_params: QueryParams, tmp_path: Path) -> None:
+    engine = adapter_class("chdb")(tmp_path / "engine", tiny, tiny_params)
+    engine.start()
+    try:
+        days = tiny_params.days("month") + tiny_params.days("multi_day")
+        assert engine.load() == tiny.sizes(days)["rows"]
+        memory = engine.query_memory_bytes  # type: ignore[attr-defined]
+        assert memory() is None  # no benchmark query ran yet
+        assert engine.run_query("O-B2").num_rows == 3
+        assert memory() > 0
+        assert memory() is None  # the lookup itself ran statements since
+
+        # Cold protocol: the same process closes and reopens the session path.
+        engine.stop()
+        engine.start()
+        assert engine.run_query("O-B2").num_rows == 3
+
+        expected = sum(tiny.manifest.csv[t]["rows"] for t in tiny.manifest.csv)
+        for fmt in ("csv", "parquet"):
+            for _ in range(2):  # a repeated W replaces its store
+                mine = engine.bulk_load(fmt, tmp_path / "w")
+                base = engine.baseline_load(fmt, tmp_path / "w")
+                assert mine.rows == base.rows == expected
+                assert mine.detail["database"] == f"w_{fmt}" and mine.detail["bytes_on_disk"] > 0
+
+        se = engine.storage_bytes()
+        assert next(iter(se)) == "parts_bytes_on_disk"  # the runner's primary figure
+        assert se["parts_bytes_on_disk"] > 0 and se["after_optimize_final"] > 0
+        assert se["active_parts_after_optimize_final"] == 2 * len(tiny_params.days("month"))
+        assert engine.run_query("O-B2").num_rows == 3  # the W stores left the query store alone
+    finally:
+        engine.stop()
+
+
+@pytest.mark.slow
+def test_a_second_process_cannot_open_a_held_path(tiny: Dataset, tiny_params: QueryParams,
+                                                  tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    engine = adapter_class("chdb")(tmp_path, tiny, tiny_params)
+    engine.start()
+    try:
+        code = ("from pathlib import Path; from tickbench.engines.registry import adapter_class; "
+                f"adapter_class('chdb')(Path({str(tmp_path)!r}), None, None).start()")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert out.returncode != 0 and "another process may hold it" in out.stderr
+    finally:
+        engine.stop()

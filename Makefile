@@ -57,3 +57,17 @@ screenshot: venv
 	  --virtual-time-budget=30000 --screenshot=$(CURDIR)/docs/report.png "file://$(abspath $(SHOT_REPORT))" \
 	  2>/dev/null; status=$$?; rm -rf $$prof; exit $$status
 	@echo "docs/report.png"
+
+## beyond: the suites beyond the paper on the embedded engines at a small matrix (minutes);
+## the full matrices are in README.md, "Suites beyond the paper"
+.PHONY: beyond test-beyond
+beyond: venv
+	rm -rf results/beyond
+	$(BIN)/tickbench run --suite tick-latency --tick-matrix 1x10000,10x10000 --out results/beyond/tick
+	$(BIN)/tickbench run --suite stream --stream-rates 10000,max --stream-writers 1,2 --stream-seconds 5 --out results/beyond/stream
+	$(BIN)/tickbench run --suite concurrency --concurrency-clients 1,2,4 --concurrency-seconds 5 --out results/beyond/concurrency
+	$(BIN)/tickbench run --suite scaling --out results/beyond/scaling
+
+## test-beyond: the tests of those suites (DuckDB, tiny sizes)
+test-beyond: venv
+	$(BIN)/pytest tests/test_suites_beyond.py

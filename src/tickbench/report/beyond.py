@@ -26,7 +26,8 @@ def _us(summary: dict[str, Any] | None, key: str) -> str:
 
 
 def _status(r: Record) -> str:
-    return f"{r.status}: {r.reason}" if r.reason else r.status
+    text = f"{r.status}: {r.reason}" if r.reason else r.status
+    return text.replace("|", "\\|").replace("\n", " ")  # a reason must not break the table row
 
 
 def _tick(records: list[Record]) -> list[str]:

@@ -23,6 +23,7 @@ from html import escape
 from typing import Any
 
 from tickbench.report import paper as paper_mod
+from tickbench.report.beyond import render_beyond
 from tickbench.report.cells import MARK, cell_text
 from tickbench.report.summary import (
     CATEGORIES,
@@ -620,12 +621,21 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
+def _beyond_section(results: Results) -> str:
+    """The suites beyond the paper (tick-latency, stream, concurrency, scaling), as their tables."""
+    text = render_beyond(results)
+    if not text:
+        return ""
+    return f'<h2 id="beyond">Suites beyond the paper</h2><pre class="beyond">{escape(text)}</pre>'
+
+
 def render(results: Results | Sequence[Results]) -> str:
     """The whole page for one run, or several runs side by side."""
     merged = merge(results)
     page = _Page(merged)
     body = "".join([page.header(), page.summary(), page.latency(), page.load_storage(), page.verification(),
-                    page.memory(), page.paper_section(), page.environment(), page.queries()])
+                    page.memory(), _beyond_section(merged.results), page.paper_section(), page.environment(),
+                    page.queries()])
     charts = json.dumps(_finite(page.charts), allow_nan=False).replace("</", "<\\/")
     title = f"tickbench results · {merged.results.run_id}"
     return f"""<!doctype html>

@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 
 from tickbench.report import paper as paper_mod
+from tickbench.report.beyond import render_beyond
 from tickbench.report.cells import matrix, problems
 from tickbench.report.summary import CATEGORIES, category_sentence, headlines, merge, standings
 from tickbench.results import Results
@@ -133,6 +134,9 @@ def render(runs: Results | Sequence[Results]) -> str:
             out += [f"<details><summary>{r.engine} · {r.benchmark} · <code>{r.query.file}</code> · "
                     f"sha256 {r.query.sha256[:16]}…</summary>", "", "```", r.query.text.rstrip(), "```", "",
                     "</details>", ""]
+    beyond = render_beyond(results)
+    if beyond:
+        out += ["", beyond]
     return "\n".join(out).rstrip() + "\n"
 
 

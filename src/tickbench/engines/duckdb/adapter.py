@@ -72,6 +72,11 @@ class Adapter(Engine):
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.con = duckdb.connect(str(self.db_path))
 
+    def start_shared(self) -> None:
+        """Open the loaded file read-only, so several client processes (the concurrency suite)
+        can open it together; a read-write open takes an exclusive file lock."""
+        self.con = duckdb.connect(str(self.db_path), read_only=True)
+
     def stop(self) -> None:
         if self.con is not None:
             self.con.close()

@@ -1,0 +1,23 @@
+-- last(): rows are stored in ts order and a snapshot's ts is unique per (exchange, sym).
+WITH closes AS (
+    SELECT ts AS bucket, last((a1price + b1price) / 2) AS close
+    FROM book
+    WHERE sym = $sym AND ts >= $day_start AND ts < $day_end
+    SAMPLE BY 5m FILL(NONE) ALIGN TO CALENDAR
+),
+returns AS (
+    SELECT bucket,
+           ln(close) - ln(lag(close) OVER (ORDER BY bucket)) AS ret,
+           row_number() OVER (ORDER BY bucket) AS n
+    FROM closes
+),
+hourly AS (
+    SELECT timestamp_floor('1h', bucket) AS hour, stddev_samp(ret) AS vol, count() AS k
+    FROM returns
+    WHERE n > 1
+    GROUP BY hour
+)
+SELECT hour, vol
+FROM hourly
+WHERE k >= 2
+ORDER BY hour;

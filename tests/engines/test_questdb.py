@@ -1,0 +1,143 @@
+"""QuestDB-specific behaviour: literal parameters, the /imp schema, an idempotent install, a
+server that listens on 127.0.0.1 only and leaves nothing behind, reopening after a restart,
+repeatable W loads and the SE figures."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tickbench.data.dataset import Dataset
+from tickbench.engines.base import Engine, EngineUnavailable
+from tickbench.engines.registry import adapter_class
+from tickbench.suites.published import QueryParams
+
+
+def _installed() -> str | None:
+    """Why the server tests cannot run here, or None when QuestDB is installed."""
+    try:
+        adapter_class("questdb").probe()
+    except (EngineUnavailable, ImportError) as exc:
+        return f"QuestDB is not installed ({exc}); `tickbench install questdb` installs it"
+    return None
+
+
+needs_server = pytest.mark.skipif(_installed() is not None, reason=str(_installed()))
+
+
+def test_bind_writes_quoted_literals() -> None:
+    from tickbench.engines.questdb.adapter import bind
+
+    sql = "WHERE sym = $sym AND ts >= $day_start AND ts < $day_end"
+    out = bind(sql, {"sym": "it's", "day_start": dt.datetime(2022, 6, 18),
+                     "day_end": dt.datetime(2022, 6, 19, 0, 0, 0, 5)})
+    assert out == ("WHERE sym = 'it''s' AND ts >= '2022-06-18T00:00:00.000000Z' "
+                   "AND ts < '2022-06-19T00:00:00.000005Z'")
+    with pytest.raises(KeyError):
+        bind("$nope", {})
+    with pytest.raises(TypeError):
+        bind("$ot_times", {"ot_times": [dt.datetime(2022, 6, 18)]})
+
+
+def test_imp_schema_follows_schema_sql() -> None:
+    from tickbench.data.schema import SCHEMAS
+    from tickbench.engines.questdb.adapter import TS_PATTERN, imp_schema
+
+    for table, schema in SCHEMAS.items():
+        columns = imp_schema(table)
+        assert [c["name"] for c in columns] == schema.names
+        assert columns[0] == {"name": "ts", "type": "TIMESTAMP_NS", "pattern": TS_PATTERN}
+    assert {c["name"]: c["type"] for c in imp_schema("trades")}["side"] == "SYMBOL"
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    # Not under pytest's tmp_path: its parents are private to root, and the server runs as
+    # the unprivileged service user, which must reach its data directory.
+    d = Path(tempfile.mkdtemp(prefix="tickbench-questdb-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def engine(workdir: Path, tiny: Dataset, tiny_params: QueryParams) -> Iterator[Engine]:
+    e = adapter_class("questdb")(workdir, tiny, tiny_params)
+    e.start()
+    try:
+        yield e
+    finally:
+        e.stop()
+
+
+def _listening(pid: int) -> list[tuple[str, int]]:
+    """The (address, port) of every socket of process ``pid`` that listens or is bound (UDP)."""
+    return [
+        (c.laddr.ip, c.laddr.port)
+        for c in psutil.net_connections(kind="inet")
+        if c.pid == pid and c.laddr and (c.status == psutil.CONN_LISTEN or c.type.name == "SOCK_DGRAM")
+    ]
+
+
+@needs_server
+@pytest.mark.server
+def test_install_is_idempotent() -> None:
+    from tickbench.engines.questdb.adapter import VERSION, jar_path
+
+    cls = adapter_class("questdb")
+    before = jar_path().stat().st_mtime_ns
+    assert cls.install() == VERSION == cls.probe()
+    assert jar_path().stat().st_mtime_ns == before  # nothing fetched again
+
+
+@needs_server
+@pytest.mark.server
+@pytest.mark.slow
+def test_listens_on_loopback_only_and_stops_cleanly(engine: Engine) -> None:
+    pids = engine.memory_pids()
+    assert len(pids) == 1
+    pid = pids[0]
+    sockets = _listening(pid)
+    assert sockets, "the server should listen somewhere"
+    assert all(ip == "127.0.0.1" for ip, _ in sockets), sockets
+    assert {port for _, port in sockets} == set(engine.ports.values())  # type: ignore[attr-defined]
+    engine.stop()
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert engine.memory_pids() == []
+
+
+@needs_server
+@pytest.mark.server
+@pytest.mark.slow
+def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: QueryParams,
+                               workdir: Path) -> None:
+    days = tiny_params.days("month") + tiny_params.days("multi_day")
+    expected = sum(r["rows"] for r in tiny.manifest.partitions
+                   if r["day"] in days and r["table"] in ("trades", "book"))
+    assert engine.load() == expected
+    assert engine.run_query("O-B2").num_rows == 3
+    assert engine.run_query("O-T").num_rows == len(tiny_params.ot_times)
+
+    # Cold protocol: stop, start again on the same data (on fresh ports).
+    engine.stop()
+    engine.start()
+    assert engine.run_query("O-B2").num_rows == 3
+
+    rows = sum(v["rows"] for v in tiny.manifest.csv.values())
+    for fmt in ("csv", "parquet"):
+        for _ in range(2):  # a repeated W replaces its tables
+            mine = engine.bulk_load(fmt, workdir / "w")
+            base = engine.baseline_load(fmt, workdir / "w")
+            assert mine.rows == base.rows == rows
+            assert mine.input_bytes == base.input_bytes > 0
+
+    se = engine.storage_bytes()
+    assert next(iter(se)) == "bytes_on_disk"  # the runner's primary figure
+    assert se["bytes_on_disk"] == se["partitions"] + se["table_files"]
+    assert 0 < se["table_files"] < se["partitions"] / 10  # writers released: files trimmed
+    assert engine.run_query("O-B2").num_rows == 3  # W left the query tables alone

@@ -3,22 +3,30 @@
 A process can open only one chDB session path, and no other process can open a path while it
 is in use, so everything this adapter stores lives in one session under ``workdir``: the query
 data in database ``tickbench``, each W store in a database of its own (``w_csv``,
-``baseline_parquet``, …), whose bytes are told apart through ``system.parts``.
+``baseline_parquet``, …), whose bytes are told apart through ``system.parts``. The ingest
+store (tick-latency, stream, durability) is database ``tickbench_ingest`` in that session too,
+or, when no session is open, in a session of its own under the store's directory.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
+import struct
+import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import chdb
 import pyarrow as pa
 from chdb.session import Session
+from chdb.state.sqlitelike import Connection
 
-from tickbench.engines.base import Engine, EngineUnavailable, LoadFigures
+from tickbench.data.schema import SCHEMAS
+from tickbench.engines.base import Engine, EngineUnavailable, IngestClient, LoadFigures
 
 HERE = Path(__file__).parent
 SCHEMA = (HERE / "schema.sql").read_text()
@@ -83,11 +91,119 @@ SETTINGS = (
     "'session_timezone', 'join_algorithm', 'enable_extended_results_for_datetime_functions')"
 )
 
+# -- ingest ---------------------------------------------------------------------------------
+INGEST_DB = "tickbench_ingest"
+# In the store's directory: which session path holds the store's database, and that database's
+# UUID, so a store deleted and made again (tick-latency's fresh store per repetition) gets a
+# fresh database, and a store reopened in a new process (durability) finds its own.
+INGEST_MARK = "chdb-ingest.json"
+# chDB turns ClickHouse's async_insert on by default; every ingest INSERT says which it uses.
+ASYNC_INSERT = {"default": 0, "fsync": 0, "async": 1}
+# The MergeTree settings each durability choice puts on the ingest tables at ingest_open.
+FSYNC = {"default": 0, "fsync": 1, "async": 0}
+# streaming INSERTs take no query parameters: the statements are constants per table and mode.
+INGEST_INSERT = {
+    (table, mode): f"INSERT INTO {INGEST_DB}.{table} SETTINGS async_insert = {value}, wait_for_async_insert = 1"
+    for table in TABLES for mode, value in ASYNC_INSERT.items()
+}
+INGEST_UUID = "SELECT toString(uuid) AS uuid FROM system.databases WHERE name = {db:String}"
+DROP_DB_SYNC = "DROP DATABASE IF EXISTS {db:Identifier} SYNC"
+SET_FSYNC = ("ALTER TABLE {db:Identifier}.{table:Identifier} MODIFY SETTING "
+             "fsync_after_insert = {on:UInt8}, fsync_part_directory = {on:UInt8}")
+INGEST_READ = {
+    "trades": "SELECT * FROM {db:Identifier}.trades WHERE sym = {sym:String} ORDER BY ts, trade_id",
+    "book": "SELECT * FROM {db:Identifier}.book WHERE sym = {sym:String} ORDER BY ts",
+}
+# The latest row per sym: LIMIT BY over the table's own order (sym, …, ts) reads in order.
+INGEST_LATEST = ("SELECT sym, ts, b1price, a1price FROM {db:Identifier}.book "
+                 "ORDER BY sym, ts DESC LIMIT 1 BY sym")
+# Below this many rows a write is encoded row by row as RowBinary; from it on, as one Arrow
+# stream (columnar: its fixed cost is repaid by the cheaper per-row encoding; see README).
+ARROW_MIN_ROWS = 100
+_NUMBERS = {"trades": struct.Struct("<ddq"), "book": struct.Struct("<" + "d" * (len(SCHEMAS["book"]) - 3))}
+_TS = struct.Struct("<q")
+
+
+class _Writer(IngestClient):
+    """A writer on a chDB connection of its own to the session path: chDB serialises the
+    statements of one connection but runs those of different connections concurrently."""
+
+    def __init__(self, conn: Connection, mode: str) -> None:
+        self.conn, self.mode = conn, mode
+        self._strings: dict[str, bytes] = {}
+
+    def _string(self, value: str) -> bytes:
+        """RowBinary String: LEB128 length, then the UTF-8 bytes (memoised: few distinct)."""
+        out = self._strings.get(value)
+        if out is None:
+            raw = value.encode()
+            n, prefix = len(raw), bytearray()
+            while True:
+                byte, n = n & 0x7F, n >> 7
+                prefix.append(byte | (0x80 if n else 0))
+                if not n:
+                    break
+            out = self._strings[value] = bytes(prefix) + raw
+        return out
+
+    def _row_binary(self, table: str, rows: Sequence[tuple[Any, ...]]) -> bytes:
+        """RowBinary rows: ts as Int64 nanoseconds (DateTime64(9)'s ticks), strings, numbers."""
+        numbers, text = _NUMBERS[table], 4 if table == "trades" else 3
+        return b"".join(
+            _TS.pack(row[0]) + b"".join(self._string(v) for v in row[1:text]) + numbers.pack(*row[text:])
+            for row in rows
+        )
+
+    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        if len(rows) < ARROW_MIN_ROWS:
+            fmt, data = "RowBinary", self._row_binary(table, rows)
+        else:
+            fmt, data = "ArrowStream", arrow_stream(table, rows)
+        # One INSERT; finish() returns when ClickHouse committed its part (or raises).
+        with self.conn.send_insert(INGEST_INSERT[table, self.mode], fmt) as insert:
+            insert.append(data)
+            insert.finish()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def arrow_stream(table: str, rows: Sequence[tuple[Any, ...]]) -> bytes:
+    """``rows`` (ts as int nanoseconds) as one Arrow IPC stream in the table's SPEC schema."""
+    schema = SCHEMAS[table]
+    cols = list(zip(*rows, strict=True))
+    batch = pa.Table.from_arrays(
+        [pa.array(cols[0], pa.int64()).cast(schema.field("ts").type)]
+        + [pa.array(c, schema.field(i + 1).type) for i, c in enumerate(cols[1:])],
+        schema=schema,
+    )
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_table(batch)
+    return bytes(sink.getvalue())
+
 
 class Adapter(Engine):
     session: Session | None = None
     # True while the session's last statement was a benchmark query (see query_memory_bytes).
     _query_last: bool = False
+    # The open session's connection string (path and startup arguments).
+    session_conn: str | None = None
+    ingest_conn: str | None = None  # the ingest store's session connection string, while open
+    ingest_mode: str = "default"
+    _ingest_readers: threading.local | None = None
+    _ingest_open: list[Connection]  # every connection ingest_open and the readers opened
+    ingest_durability: ClassVar[dict[str, str]] = {
+        "default": "async_insert=0 (ClickHouse's default; chDB's is 1), fsync_after_insert=0 and "
+                   "fsync_part_directory=0 (ClickHouse's default): acknowledged when the insert's part is "
+                   "written and active, in the page cache, not fsynced",
+        "fsync": "async_insert=0, fsync_after_insert=1 and fsync_part_directory=1 on the MergeTree tables: "
+                 "each insert's part files and directory are fsynced before the acknowledgement",
+        "async": "chDB's own default, async_insert=1 with wait_for_async_insert=1: concurrent inserts are "
+                 "buffered and flushed together into one part, each acknowledged once flushed; no fsync",
+    }
 
     @classmethod
     def probe(cls) -> str:
@@ -108,7 +224,9 @@ class Adapter(Engine):
             raise EngineUnavailable(f"chDB cannot open a path containing '?' or '&': {self.workdir}")
         try:
             # Connection-string parameters become the embedded ClickHouse's startup arguments.
-            self.session = Session(f"{self.session_path}?config-file={config}&{STARTUP}")
+            conn = f"{self.session_path}?config-file={config}&{STARTUP}"
+            self.session = Session(conn)
+            self.session_conn = conn
         except RuntimeError as exc:  # chDB's own message is only "Error initializing EmbeddedServer"
             raise RuntimeError(f"chDB could not open {self.session_path}; another process may hold "
                                f"it (one process per session path): {exc}") from exc
@@ -119,6 +237,7 @@ class Adapter(Engine):
         if self.session is not None:
             self.session.close()
             self.session = None
+            self.session_conn = None
 
     def _sql(self, sql: str, params: dict[str, Any] | None = None, fmt: str = "CSV") -> Any:
         if self.session is None:
@@ -227,6 +346,89 @@ class Adapter(Engine):
         out["partition_by"] = "toYYYYMMDD(ts)"
         out["codecs"] = "ts, trade_id: Delta+ZSTD(1); floats: ZSTD(1); exchange, sym, side: LowCardinality"
         return out
+
+    # -- ingest -------------------------------------------------------------------------------
+
+    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+        """Open database ``tickbench_ingest`` in the session already open (one session path per
+        process), else in the session path the store's marker names, else in a new session
+        at ``<store>/chdb``; create it afresh unless the store's marker names that very
+        database; then put the durability setting's MergeTree settings on its tables."""
+        mode = durability or next(iter(self.ingest_durability))
+        if mode not in self.ingest_durability:
+            raise ValueError(f"unknown durability setting {mode!r}: one of {list(self.ingest_durability)}")
+        if self.ingest_conn is not None:
+            raise RuntimeError("an ingest store is already open")
+        store.mkdir(parents=True, exist_ok=True)
+        mark = store / INGEST_MARK
+        recorded = json.loads(mark.read_text()) if mark.exists() else None
+        conn_str = self.session_conn or (recorded or {}).get("session") or f"{store / 'chdb'}?{STARTUP}"
+        if recorded is not None and recorded["session"].split("?")[0] != conn_str.split("?")[0]:
+            raise RuntimeError(f"the ingest store {store} lives in chDB session {recorded['session']}, "
+                               f"but this process has {conn_str} open (one session path per process)")
+        try:
+            conn = Connection(conn_str)
+        except Exception as exc:
+            raise RuntimeError(f"chDB could not open {conn_str.split('?')[0]}; another process may hold "
+                               f"it (one process per session path): {exc}") from exc
+        self._ingest_open = [conn]
+        self.ingest_conn, self.ingest_mode = conn_str, mode
+        self._ingest_readers = threading.local()
+        self._ingest_readers.conn = conn
+        try:
+            uuid = self._ingest_sql(INGEST_UUID, {"db": INGEST_DB}).column("uuid").to_pylist()
+            if recorded is None or uuid != [recorded["uuid"]]:
+                self._ingest_sql(DROP_DB_SYNC, {"db": INGEST_DB})
+                self._ingest_sql(CREATE_DB, {"db": INGEST_DB})
+                self._ingest_sql(SCHEMA, {"db": INGEST_DB})
+                uuid = self._ingest_sql(INGEST_UUID, {"db": INGEST_DB}).column("uuid").to_pylist()
+                tmp = mark.with_suffix(".tmp")
+                tmp.write_text(json.dumps({"session": conn_str, "uuid": uuid[0]}))
+                tmp.replace(mark)
+            for table in TABLES:
+                self._ingest_sql(SET_FSYNC, {"db": INGEST_DB, "table": table, "on": FSYNC[mode]})
+        except BaseException:
+            self.ingest_close()
+            raise
+
+    def _ingest_sql(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
+        """A statement on the ingest store, on this thread's own connection (opened on first
+        use): the stream suite's poller and snapshot threads then never queue behind each other."""
+        readers = self._ingest_readers
+        if readers is None or self.ingest_conn is None:
+            raise RuntimeError("the ingest store is not open")
+        conn = getattr(readers, "conn", None)
+        if conn is None:
+            conn = readers.conn = Connection(self.ingest_conn)
+            self._ingest_open.append(conn)
+        text = {name: param_text(value) for name, value in (params or {}).items()}
+        table = conn.query(sql, "ArrowTable", params=text)
+        assert isinstance(table, pa.Table)
+        return table
+
+    def ingest_client(self) -> IngestClient:
+        if self.ingest_conn is None:
+            raise RuntimeError("the ingest store is not open")
+        return _Writer(Connection(self.ingest_conn), self.ingest_mode)
+
+    def ingest_read(self, table: str, sym: str) -> pa.Table:
+        return self._ingest_sql(INGEST_READ[table], {"db": INGEST_DB, "sym": sym})
+
+    def ingest_count(self, table: str) -> int:
+        rows = self._ingest_sql(COUNT, {"db": INGEST_DB, "table": table}).to_pylist()
+        return int(next(iter(rows[0].values())))
+
+    def ingest_latest(self) -> pa.Table:
+        return self._ingest_sql(INGEST_LATEST, {"db": INGEST_DB})
+
+    def ingest_close(self) -> None:
+        """Close the ingest connections; the last one to close ends a session opened for the
+        store (its data stays on disk), while the adapter's own session stays open."""
+        for conn in reversed(getattr(self, "_ingest_open", [])):
+            conn.close()
+        self._ingest_open = []
+        self._ingest_readers = None
+        self.ingest_conn = None
 
 
 def file_glob(files: list[Path]) -> str:

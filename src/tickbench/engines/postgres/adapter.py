@@ -22,10 +22,11 @@ import signal
 import stat
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import psutil
 import psycopg
@@ -35,9 +36,16 @@ import pyarrow.parquet as pq
 from psycopg import sql
 
 from tickbench.data.schema import SCHEMAS
-from tickbench.engines.base import Engine, EngineUnavailable, LoadFigures
+from tickbench.engines.base import Engine, EngineUnavailable, IngestClient, LoadFigures
 from tickbench.engines.postgres import pgcopy
-from tickbench.engines.server import LOOPBACK, ServerProcess, chown_tree, ensure_service_user, free_port
+from tickbench.engines.server import (
+    LOOPBACK,
+    ServerProcess,
+    chown_tree,
+    ensure_service_user,
+    free_port,
+    port_in_use,
+)
 
 PG_MAJOR = "15"
 PACKAGE = f"postgresql-{PG_MAJOR}"
@@ -45,12 +53,16 @@ HERE = Path(__file__).parent
 SCHEMA = (HERE / "schema.sql").read_text()
 INDEXES = (HERE / "indexes.sql").read_text()
 SCHEMA_TIMESCALE = (HERE / "schema_timescale.sql").read_text()
+INGEST_INDEXES = (HERE / "ingest.sql").read_text()
 SUPERUSER = "postgres"
 DB = "tickbench"
 TABLES = ("trades", "book")
 PARAM = re.compile(r"%\(([a-z_]+)\)s")
 SHUTDOWN_TIMEOUT_S = 120.0
 READY_TIMEOUT_S = 120.0
+PORT_ENV = "TICKBENCH_POSTGRES_PORT"  # a fixed port instead of a free one (refused if taken)
+INGEST_DB = "ingest"
+INGEST_MARKER = "postgres-ingest"  # in the store directory: the ingest tables are this store's
 # Server settings, passed as -c options (and recorded by settings()).
 SERVER_SETTINGS = {
     "timezone": "UTC",
@@ -72,10 +84,99 @@ def bin_dir() -> Path:
     return Path(f"/usr/lib/postgresql/{PG_MAJOR}/bin")
 
 
+def _insert_sql(table: str) -> sql.Composed:
+    """One row's INSERT; ``ts`` is sent as integer microseconds since the epoch, which
+    ``timestamptz 'epoch' + n * 1 µs`` turns into the timestamp exactly."""
+    ts = sql.SQL("TIMESTAMPTZ 'epoch' + {} * INTERVAL '1 microsecond'").format(sql.Placeholder())
+    values = [ts] + [sql.Placeholder()] * (len(SCHEMAS[table].names) - 1)
+    return sql.SQL("INSERT INTO {} VALUES ({})").format(sql.Identifier(table), sql.SQL(", ").join(values))
+
+
+INSERT = {t: _insert_sql(t) for t in TABLES}
+COPY_BINARY = {t: sql.SQL("COPY {} FROM STDIN (FORMAT binary)").format(sql.Identifier(t)) for t in TABLES}
+READ = {t: sql.SQL("SELECT * FROM {} WHERE sym = %s ORDER BY {}").format(
+    sql.Identifier(t), sql.SQL("ts, trade_id" if t == "trades" else "ts")) for t in TABLES}
+COUNT = {t: sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(t)) for t in TABLES}
+LATEST = (HERE / "ingest_latest.sql").read_text()
+# The durability settings, each applied per connection by ingest_client().
+SYNCHRONOUS_COMMIT = {
+    "synchronous_commit=on": "SET synchronous_commit = on",
+    "synchronous_commit=off": "SET synchronous_commit = off",
+}
+
+
+class _Writer(IngestClient):
+    """One ingest connection (autocommit): a single row is one prepared INSERT, its own
+    transaction; several rows are one binary COPY, one transaction."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        if len(rows) == 1:
+            row = rows[0]
+            # µs: the data are whole microseconds, PostgreSQL's resolution.
+            self.conn.execute(INSERT[table], (row[0] // 1_000, *row[1:]), prepare=True)
+            return
+        batch = _arrow_rows(table, rows)
+        with self.conn.cursor() as cur:
+            if pgcopy.encodable(batch):
+                with cur.copy(COPY_BINARY[table]) as copy:
+                    copy.write(pgcopy.HEADER)
+                    for chunk in pgcopy.encode(batch):
+                        copy.write(chunk)
+                    copy.write(pgcopy.TRAILER)
+            else:  # nulls: binary COPY's fixed layout has no room for them
+                with self.conn.transaction():
+                    cur.executemany(INSERT[table], [(r[0] // 1_000, *r[1:]) for r in rows])
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _arrow_rows(table: str, rows: Sequence[tuple[Any, ...]]) -> pa.Table:
+    """``rows`` (``ts`` as integer ns) as an Arrow table of the SPEC schema."""
+    schema = SCHEMAS[table]
+    cols = list(zip(*rows, strict=True))
+    arrays = [pa.array(cols[0], pa.int64()).cast(schema.field("ts").type)]
+    arrays += [pa.array(c, schema.field(i + 1).type) for i, c in enumerate(cols[1:])]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _choose_port() -> int:
+    """``$TICKBENCH_POSTGRES_PORT`` when set (refused, naming it, when something listens on it),
+    else a free port."""
+    raw = os.environ.get(PORT_ENV, "").strip()
+    if not raw:
+        return free_port()
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise EngineUnavailable(f"{PORT_ENV}={raw!r} is not a TCP port number (1-65535)")
+    port = int(raw)
+    if port_in_use(port):
+        raise EngineUnavailable(f"port {port} on {LOOPBACK} ({PORT_ENV}) is already in use by another "
+                                f"program; stop it, choose another port, or unset {PORT_ENV} for a free one")
+    return port
+
+
 class Adapter(Engine):
     server: ServerProcess | None = None
     port: int = 0
     conn: psycopg.Connection[Any] | None = None
+    #: Seconds start() waits for the server to answer (tests shorten it).
+    start_timeout: ClassVar[float] = READY_TIMEOUT_S
+    ingest_durability: ClassVar[dict[str, str]] = {
+        "synchronous_commit=on": (
+            "durable: a commit returns once its WAL is flushed to disk (fsync=on); no acknowledged "
+            "row is lost in a crash"),
+        "synchronous_commit=off": (
+            "not durable: a commit returns before its WAL is flushed (the WAL writer flushes it "
+            "within 3 x wal_writer_delay = 600 ms); a crash loses the last acknowledged commits, "
+            "never leaving the database inconsistent"),
+    }
+    #: The settings of ingest_durability under which no acknowledged row may be lost.
+    ingest_durable: ClassVar[frozenset[str]] = frozenset({"synchronous_commit=on"})
+    ingest_setting: str = "synchronous_commit=on"
+    ingest_store: Path | None = None
 
     # -- installation -------------------------------------------------------------------
 
@@ -151,7 +252,7 @@ class Adapter(Engine):
             if self.pgdata.exists():
                 shutil.rmtree(self.pgdata)  # a half-made cluster from an interrupted initdb
             self._initdb(user)
-        self.port = free_port()
+        self.port = _choose_port()
         sockets = self.workdir / "sockets"
         # The Unix socket goes in the workdir (not the system's /var/run/postgresql); where
         # that path is too long for a socket name (107 bytes), there is none: tickbench
@@ -167,7 +268,12 @@ class Adapter(Engine):
             argv += ["-c", f"{key}={value}"]
         self.server = ServerProcess("postgres", argv, log=self.workdir / "postgres.log", user=user)
         self.server.start()
-        self.server.wait_ready(self._ready, timeout=READY_TIMEOUT_S)
+        try:
+            self.server.wait_ready(self._ready, timeout=self.start_timeout)
+        except EngineUnavailable as exc:
+            if "already in use" in str(exc):  # the port was taken between the choice and the bind
+                raise EngineUnavailable(f"port {self.port} on {LOOPBACK} is already in use: {exc}") from exc
+            raise
         self._ensure_database(DB)
         self.conn = self._connect(DB)
 
@@ -407,6 +513,77 @@ class Adapter(Engine):
             out.update(heap_and_toast=heap, indexes=out["total_relation_size"] - heap)
         return out
 
+    # -- ingest (tick-latency, stream and durability suites) ------------------------------
+
+    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+        """The ingest store is database ``ingest`` of this server; ``store`` (a directory)
+        records whose its tables are: a store without the marker file is new, and gets empty
+        tables (any earlier ones dropped); a store with it reopens the tables as they are."""
+        setting = durability or next(iter(self.ingest_durability))
+        if setting not in SYNCHRONOUS_COMMIT:
+            raise ValueError(f"unknown durability setting {setting!r}; known: {', '.join(SYNCHRONOUS_COMMIT)}")
+        self.ingest_close()
+        self.ingest_setting = setting
+        self._ensure_database(INGEST_DB)
+        marker = store / INGEST_MARKER
+        with self._connect(INGEST_DB) as c:
+            exists = c.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public' "
+                               "AND tablename = ANY(%s)", [list(TABLES)]).fetchone()
+            if not marker.exists() or not exists or exists[0] != len(TABLES):
+                with c.transaction():
+                    c.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(
+                        sql.SQL(", ").join(sql.Identifier(t) for t in TABLES)))
+                    c.execute(SCHEMA)
+                    c.execute(INGEST_INDEXES)
+        store.mkdir(parents=True, exist_ok=True)
+        marker.write_text(f"PostgreSQL database {INGEST_DB!r} on the server over {self.pgdata}\n")
+        self.ingest_store = store
+        self._readers = threading.local()
+        self._reader_conns: list[psycopg.Connection[Any]] = []
+
+    def _reader(self) -> psycopg.Connection[Any]:
+        """This thread's read connection to the ingest store (the stream suite polls counts
+        and snapshots from two threads at once; one shared connection would serialise them)."""
+        if self.ingest_store is None:
+            raise RuntimeError("the ingest store is not open")
+        conn: psycopg.Connection[Any] | None = getattr(self._readers, "conn", None)
+        if conn is None:
+            conn = self._connect(INGEST_DB)
+            self._readers.conn = conn
+            self._reader_conns.append(conn)
+        return conn
+
+    def ingest_client(self) -> IngestClient:
+        if self.ingest_store is None:
+            raise RuntimeError("the ingest store is not open")
+        conn = self._connect(INGEST_DB)
+        conn.execute(SYNCHRONOUS_COMMIT[self.ingest_setting])
+        return _Writer(conn)
+
+    def ingest_read(self, table: str, sym: str) -> pa.Table:
+        with self._reader().cursor() as cur:
+            cur.execute(READ[table], [sym])
+            return _ingest_arrow(table, cur)
+
+    def ingest_count(self, table: str) -> int:
+        return int(_scalar(self._reader(), COUNT[table]))
+
+    def ingest_latest(self) -> pa.Table:
+        with self._reader().cursor() as cur:
+            cur.execute(LATEST)
+            out = _ingest_arrow(None, cur)
+        return out.set_column(1, "ts", out.column("ts").cast(SCHEMAS["book"].field("ts").type))
+
+    def ingest_close(self) -> None:
+        """Close the read connections (writers close their own); after a crash they are
+        broken, and closing them is all there is to do."""
+        for conn in getattr(self, "_reader_conns", []):
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+        self._reader_conns = []
+        self._readers = threading.local()
+        self.ingest_store = None
+
     def settings(self) -> dict[str, Any]:
         c = self._conn()
         names = [*SERVER_SETTINGS, "max_parallel_workers_per_gather", "jit", "server_version"]
@@ -419,6 +596,15 @@ class Adapter(Engine):
             out["timescaledb_version"] = ts[0]
         out["load_copy"] = "binary COPY FROM STDIN encoded from Arrow"
         return out
+
+
+def _ingest_arrow(table: str | None, cur: psycopg.Cursor[Any]) -> pa.Table:
+    """A result set as Arrow: ``table``'s SPEC schema (``ts`` in ns) when given."""
+    if cur.description is None:
+        raise RuntimeError("the query returned no result set")
+    names = [d.name for d in cur.description]
+    out = pgcopy.to_arrow(names, [d.type_code for d in cur.description], cur.fetchall())
+    return out.cast(SCHEMAS[table]) if table is not None else out
 
 
 def pg_bindings(binds: dict[str, Any], text: str) -> dict[str, Any]:

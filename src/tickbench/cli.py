@@ -134,6 +134,9 @@ def run_cmd(
     concurrency_clients: Annotated[str, typer.Option(help="concurrency: client counts")] = "1,2,4,8",
     concurrency_seconds: Annotated[float, typer.Option(help="concurrency: seconds each cell runs the mix")] = 10.0,
     scaling_factor: Annotated[float, typer.Option(help="scaling: the second dataset's scale, × the run's")] = 2.0,
+    durability_seconds: Annotated[float, typer.Option(
+        help="durability: seconds writers stream after the first acknowledgement; the kill falls 25-75 % in")] = 10.0,
+    durability_writers: Annotated[int, typer.Option(help="durability: writer clients, one event per write")] = 1,
 ) -> None:
     """Generate (or open) the dataset, load each engine, run, verify, write results and reports."""
     try:
@@ -159,7 +162,8 @@ def run_cmd(
                 tick_reps=tick_reps, tick_batch=tick_batch, stream_rates=parse_rates(stream_rates),
                 stream_writers=parse_counts(stream_writers, "--stream-writers"), stream_seconds=stream_seconds,
                 concurrency_clients=parse_counts(concurrency_clients, "--concurrency-clients"),
-                concurrency_seconds=concurrency_seconds, scaling_factor=scaling_factor)
+                concurrency_seconds=concurrency_seconds, scaling_factor=scaling_factor,
+                durability_seconds=durability_seconds, durability_writers=durability_writers)
             check_options(beyond)
         except OptionError as exc:
             raise RunError(str(exc)) from None

@@ -17,10 +17,15 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import psutil
+
 from tickbench.engines.base import EngineUnavailable
 
 SERVICE_USER = "tickbench"
 LOOPBACK = "127.0.0.1"
+# Seconds a server may take to answer after it is started, for every server engine (a slow
+# disk or a loaded machine); when unset, each adapter's own limit applies.
+START_TIMEOUT_ENV = "TICKBENCH_START_TIMEOUT"
 
 
 def tools_dir() -> Path:
@@ -35,6 +40,37 @@ def port_in_use(port: int, host: str = LOOPBACK) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.2)
         return s.connect_ex((host, port)) == 0
+
+
+def start_timeout(default: float) -> float:
+    """``$TICKBENCH_START_TIMEOUT`` seconds when set, else ``default``; a bad value is refused."""
+    raw = os.environ.get(START_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise EngineUnavailable(f"{START_TIMEOUT_ENV}={raw!r}: expected a positive number of seconds")
+    return value
+
+
+def remove_stale_pid_file(path: Path) -> bool:
+    """Remove a server's lock file whose process is gone or a zombie (a server killed with
+    SIGKILL leaves it; a killed server whose parent died too can stay a zombie where nothing
+    reaps orphans, and its pid then still looks alive to the server's own check)."""
+    try:
+        pid = int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return False
+    try:
+        if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+            return False
+    except psutil.NoSuchProcess:
+        pass
+    path.unlink(missing_ok=True)
+    return True
 
 
 def free_port() -> int:
@@ -112,7 +148,9 @@ class ServerProcess:
 
     def wait_ready(self, ready: Callable[[], bool], timeout: float) -> None:
         """Poll ``ready`` until it answers True; raise with the log's tail if the server
-        exits or does not answer within ``timeout`` seconds."""
+        exits or does not answer within ``timeout`` seconds (``$TICKBENCH_START_TIMEOUT``
+        when set); a server that does not answer in time is stopped."""
+        timeout = start_timeout(timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
@@ -127,7 +165,8 @@ class ServerProcess:
             time.sleep(0.2)
         self.stop()
         raise EngineUnavailable(
-            f"{self.name} did not answer within {timeout:.0f} s; log {self.log}:\n{self.log_tail()}")
+            f"{self.name} did not answer within {timeout:g} s of starting and was stopped; if it is only slow "
+            f"here, allow it longer with {START_TIMEOUT_ENV}=SECONDS; log {self.log}:\n{self.log_tail()}")
 
     def log_tail(self, lines: int = 15) -> str:
         try:

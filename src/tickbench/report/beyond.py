@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tickbench.report.durability import TITLE as DURABILITY_TITLE
+from tickbench.report.durability import render_durability
 from tickbench.results import Record, Results
 
 SUITE_TITLES = {
@@ -15,6 +17,7 @@ SUITE_TITLES = {
     "stream": "Streaming ingest (after STAC-M3)",
     "concurrency": "Concurrent clients",
     "scaling": "Scaling with data read",
+    "durability": DURABILITY_TITLE,
 }
 
 
@@ -102,7 +105,8 @@ def _scaling(records: list[Record]) -> list[str]:
     return out
 
 
-RENDERERS = {"tick-latency": _tick, "stream": _stream, "concurrency": _concurrency, "scaling": _scaling}
+RENDERERS = {"tick-latency": _tick, "stream": _stream, "concurrency": _concurrency, "scaling": _scaling,
+             "durability": render_durability}
 
 
 def render_beyond(results: Results) -> str:

@@ -24,7 +24,7 @@ from tickbench.data.dataset import Dataset
 from tickbench.engines.base import EngineInfo
 from tickbench.engines.registry import adapter_class
 from tickbench.results import Record, Stats
-from tickbench.run import latency
+from tickbench.run import durability_cells, latency
 from tickbench.run.published import CellDone, Protocol, ReferenceAnswers, Skip
 from tickbench.run.worker import CellTimeout, EngineError, EngineProcess, WorkerDied
 from tickbench.suites.beyond import (
@@ -41,7 +41,7 @@ from tickbench.suites.beyond import (
 from tickbench.suites.published import QUERY_IDS, QueryParams
 
 NO_INGEST = "no ingest capability implemented"
-INGEST_SUITES = ("tick-latency", "stream")
+INGEST_SUITES = ("tick-latency", "stream", "durability")
 Failure = (CellTimeout, WorkerDied, EngineError)
 
 
@@ -109,7 +109,8 @@ class BeyondRun:
 
     def run(self, suite: str) -> None:
         """Record every cell of ``suite`` that ``skip`` does not exclude."""
-        todo = [b for b in cell_ids(suite, self.opts) if not self.skip(b)]
+        settings = tuple(adapter_class(self.info.name).ingest_durability)
+        todo = [b for b in cell_ids(suite, self.opts, settings) if not self.skip(b)]
         if not todo:
             return
         reason = self.info.unsupported.get(suite)
@@ -341,6 +342,11 @@ class BeyondRun:
             for p in procs:
                 p.close()
             proc.call(self.protocol.load_timeout_s, op="start")
+
+    # -- durability --------------------------------------------------------------------------
+
+    def _durability(self, todo: list[str]) -> None:
+        durability_cells.run_suite(self, todo)
 
     # -- scaling -----------------------------------------------------------------------------
 

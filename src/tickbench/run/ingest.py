@@ -51,9 +51,27 @@ class _Stalling(IngestClient):
         self.inner.close()
 
 
+class _Losing(IngestClient):
+    """Test-only: acknowledges every Nth write without making it, as an engine that loses
+    acknowledged rows would (the durability suite must catch it)."""
+
+    def __init__(self, inner: IngestClient, nth: int) -> None:
+        self.inner, self.nth, self.count = inner, nth, 0
+
+    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        self.count += 1
+        if self.count % self.nth:
+            self.inner.write(table, rows)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 def open_client(adapter: Engine, fault: dict[str, str]) -> IngestClient:
-    """A new ingest client, wrapped by the ``stall=SECONDS@N`` fault when it is set."""
+    """A new ingest client, wrapped by the ``stall=SECONDS@N`` or ``lose=N`` fault when set."""
     client = adapter.ingest_client()
+    if "lose" in fault:
+        return _Losing(client, int(fault["lose"]))
     if "stall" in fault:
         seconds, _, nth = fault["stall"].partition("@")
         return _Stalling(client, float(seconds), int(nth or 1))

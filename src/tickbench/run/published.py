@@ -90,6 +90,7 @@ class EngineRun:
         self.skip = skip
         self.proc = EngineProcess(info.name, workdir / "engine", ds.root, params)
         self.meta: dict[str, Any] = {}
+        self.down: str | None = None  # why the engine is not running after a failed restart
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -142,6 +143,8 @@ class EngineRun:
         if qid in info.unsupported:
             return self._failed(qid, "unsupported", info.unsupported[qid], query=query, mode=mode)
         expected = self.refs[qid]
+        if (down := self._revive()) is not None:
+            return self._failed(qid, "error", down, query=query, mode=mode)
         try:
             first: dict[str, Any] = {}
             for _ in range(max(1, proto.warmup)):
@@ -190,7 +193,7 @@ class EngineRun:
             self._recover()
             return self._failed(qid, "error", f"engine crashed: {exc}", query=query, mode=mode)
         except EngineError as exc:
-            return self._failed(qid, "error", str(exc), query=query, mode=mode)
+            return self._failed(qid, "error", self._after_error(exc), query=query, mode=mode)
 
     def _cold_restart(self) -> str:
         self.proc.call(self.protocol.load_timeout_s, op="stop")
@@ -203,11 +206,28 @@ class EngineRun:
         return "engine restarted; " + (
             "OS page cache dropped" if dropped else "OS page cache not dropped (not permitted)")
 
+    def _after_error(self, exc: EngineError) -> str:
+        """The cell's reason for an engine error; when the engine's server died under it,
+        the engine is restarted for the next cell."""
+        if self.proc.servers_alive():
+            return str(exc)
+        self._recover()
+        return f"engine crashed: its server process ended; restarted for the next cell ({exc})"
+
     def _recover(self) -> None:
         try:
             self._restart()
-        except (CellTimeout, WorkerDied, EngineError):
+            self.down = None
+        except (CellTimeout, WorkerDied, EngineError) as exc:
             self.proc.kill()  # the next cell will try again from a fresh worker
+            self.down = str(exc)
+
+    def _revive(self) -> str | None:
+        """Start the engine again if an earlier restart failed; the reason if it still fails."""
+        if self.down is None:
+            return None
+        self._recover()
+        return None if self.down is None else f"the engine could not be restarted after a failure: {self.down}"
 
     def _load_figures(self, fmt: str, baseline: bool) -> dict[str, Any]:
         scratch = self.workdir / "w" / ("baseline" if baseline else "tickbench") / fmt
@@ -223,6 +243,8 @@ class EngineRun:
             return self._failed("W", "not_applicable", self.info.unsupported["W"])
         figures: dict[str, Any] = {}
         expected_rows = sum(self.ds.manifest.csv[t]["rows"] for t in self.ds.manifest.csv)
+        if (down := self._revive()) is not None:
+            return self._failed("W", "error", down)
         try:
             for fmt in ("csv", "parquet"):
                 # One untimed pair first (a JVM's or a cache's first-use cost belongs to neither
@@ -257,7 +279,7 @@ class EngineRun:
             self._recover()
             return self._failed("W", "error", f"engine crashed: {exc}", figures=figures)
         except EngineError as exc:
-            return self._failed("W", "error", str(exc), figures=figures)
+            return self._failed("W", "error", self._after_error(exc), figures=figures)
         csv = figures["csv"]
         return Record(engine=self.info.name, benchmark="W", category="write/storage", status="ok",
                       verified=True, samples_ns=[round(csv["seconds"] * 1e9)], figures=figures)
@@ -265,13 +287,18 @@ class EngineRun:
     def se_cell(self) -> Record:
         if "SE" in self.info.unsupported:
             return self._failed("SE", "not_applicable", self.info.unsupported["SE"])
+        if (down := self._revive()) is not None:
+            return self._failed("SE", "error", down)
         try:
             r = self.proc.call(self.protocol.load_timeout_s, op="storage")
         except CellTimeout as exc:
             self._recover()
             return self._failed("SE", "timeout", str(exc))
-        except (WorkerDied, EngineError) as exc:
-            return self._failed("SE", "error", str(exc))
+        except WorkerDied as exc:
+            self._recover()
+            return self._failed("SE", "error", f"engine crashed: {exc}")
+        except EngineError as exc:
+            return self._failed("SE", "error", self._after_error(exc))
         measured: dict[str, int] = r["bytes"]
         primary_key = next(iter(measured))
         sizes = self.ds.sizes(self.params.days("month"))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.registry import availability, engine_infos
+from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.results import Dataset as DatasetInfo
 from tickbench.results import Record, Results, read_results
 from tickbench.run import environment
@@ -20,7 +20,7 @@ from tickbench.run.published import EngineRun, Protocol, ReferenceAnswers
 from tickbench.suites.beyond import BEYOND_SUITES, BeyondOptions, cell_ids
 from tickbench.suites.published import BENCHMARKS, BY_ID, QueryParams, query_params
 
-SUITES = ("published", "tick-latency", "stream", "concurrency", "scaling", "durability", "all")
+SUITES = ("published", *BEYOND_SUITES, "all")
 IMPLEMENTED_SUITES = ("published", *BEYOND_SUITES)
 
 
@@ -121,23 +121,23 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
     refs = ReferenceAnswers(ds, params)
     infos = engine_infos()
     suites = cfg.suites()
-    cells = {s: [b.id for b in BENCHMARKS] if s == "published" else cell_ids(s, cfg.beyond) for s in suites}
-    cells_per_engine = sum(len(c) for c in cells.values())
     scaled: ScaledData | None = None
 
     for name in cfg.engines:
-        todo = [b for s in suites for b in cells[s] if (name, b) not in done_cells]
+        cells = engine_cells(name, suites, cfg.beyond)
+        cells_per_engine = len(cells)
+        todo = [b for b in cells if (name, b) not in done_cells]
         if not todo:
             continue
         done = cells_per_engine - len(todo)
 
-        def on_record(rec: Record, name: str = name) -> None:
+        def on_record(rec: Record, name: str = name, total: int = cells_per_engine) -> None:
             nonlocal done
             results.records.append(rec)
             results.write(results_path)
             done += 1
             if progress:
-                progress(f"{name}: {rec.benchmark}", done, cells_per_engine)
+                progress(f"{name}: {rec.benchmark}", done, total)
 
         avail = availability(name)
         if not avail.available:
@@ -172,10 +172,15 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
     return results
 
 
+def engine_cells(name: str, suites: list[str], opts: BeyondOptions) -> list[str]:
+    """Every benchmark id the run records for engine ``name``, in run order."""
+    settings = tuple(adapter_class(name).ingest_durability)
+    return [b for s in suites
+            for b in ([b.id for b in BENCHMARKS] if s == "published" else cell_ids(s, opts, settings))]
+
+
 def _engine_meta(name: str) -> dict[str, Any]:
     """The version of an engine the published suite did not start (it reports it itself)."""
-    from tickbench.engines.registry import adapter_class
-
     try:
         return {"version": adapter_class(name).probe()}
     except Exception as exc:  # recorded, not fatal: the cells carry their own status

@@ -12,9 +12,11 @@ which allow one database path per process, coexist in one run.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import signal
+import threading
 import time
 import traceback
 from multiprocessing.connection import Connection
@@ -26,7 +28,7 @@ import psutil
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine
 from tickbench.engines.registry import adapter_class
-from tickbench.run import ingest
+from tickbench.run import durability, ingest
 from tickbench.run.memory import KIND as MEMORY_KIND
 from tickbench.run.memory import PeakMemory
 from tickbench.suites.beyond import params_from_dict
@@ -70,8 +72,10 @@ def faults(engine: str) -> dict[str, str]:
     ``duckdb:slow=0.05;duckdb:crash=O-S;duckdb:hang=O-V1;duckdb:wrong=T-V1``:
     ``slow`` adds seconds to every query inside the timed interval, ``crash`` ends the worker
     on that query as an engine crash would, ``hang`` never returns, ``wrong`` drops the last
-    row of the answer, ``stall=SECONDS@N`` delays the worker's Nth ingest write once (inside
-    the writer's timed interval). Never set outside tests."""
+    row of the answer, ``kill_server=ID`` SIGKILLs the engine's server processes as query ID
+    starts, ``kill_server_load=SECONDS`` that long into the load, ``stall=SECONDS@N`` delays
+    the worker's Nth ingest write once (inside the writer's timed interval), ``lose=N``
+    acknowledges every Nth ingest write of a client without making it. Never set outside tests."""
     out: dict[str, str] = {}
     for item in os.environ.get(FAULTS_ENV, "").split(";"):
         name, _, spec = item.partition(":")
@@ -79,6 +83,23 @@ def faults(engine: str) -> dict[str, str]:
             key, _, value = spec.partition("=")
             out[key.strip()] = value.strip()
     return out
+
+
+def _kill_servers(adapter: Engine, delay: float = 0.0) -> None:
+    """Test-only: SIGKILL the adapter's server processes (not the worker) after ``delay``
+    seconds, from a thread, as a server crashing under the worker would."""
+    pids = [p for p in adapter.memory_pids() if p != os.getpid()]
+
+    def kill() -> None:
+        time.sleep(delay)
+        for pid in pids:
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).send_signal(signal.SIGKILL)
+
+    if delay:
+        threading.Thread(target=kill, daemon=True).start()
+    else:
+        kill()
 
 
 def _inject(fault: dict[str, str], qid: str) -> None:
@@ -101,11 +122,15 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
     if op == "info":
         return {"version": adapter.probe(), "settings": adapter.settings()}
     if op == "load":
+        if "kill_server_load" in faults(adapter.info.name):
+            _kill_servers(adapter, float(faults(adapter.info.name)["kill_server_load"]))
         t0 = time.perf_counter_ns()
         rows = adapter.load()
         return {"ns": time.perf_counter_ns() - t0, "rows": rows}
     if op == "query":
         fault = faults(adapter.info.name)
+        if fault.get("kill_server") == msg["qid"]:
+            _kill_servers(adapter)
         mem = PeakMemory(adapter.memory_pids())
         mem.start()
         t0 = time.perf_counter_ns()
@@ -148,6 +173,12 @@ def _handle_beyond(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, A
     if op == "stream":
         return ingest.stream_cell(adapter, Path(msg["store"]), msg["rate"], msg["writers"], msg["seconds"],
                                   msg["max_batch"], fault)
+    if op == "durability_open":
+        return durability.open_store(adapter, Path(msg["store"]), msg["setting"])
+    if op == "durability_write":
+        return durability.write_until_killed(adapter, msg["seconds"], msg["writers"], Path(msg["ack_log"]), fault)
+    if op == "durability_recover":
+        return durability.recover(adapter, Path(msg["store"]), msg["setting"], Path(msg["ack_log"]))
     if op == "params":
         # Scaling rebinds the queries' ranges; the loaded data stays as it is.
         adapter.params = params_from_dict(msg["params"])
@@ -195,11 +226,25 @@ class EngineProcess:
 
     def call(self, timeout: float, **msg: Any) -> dict[str, Any]:
         """Send one request and wait up to ``timeout`` seconds for its reply."""
+        self.send(**msg)
+        return self.receive(timeout)
+
+    def send(self, **msg: Any) -> None:
+        """Send one request without waiting (:meth:`receive` collects the reply)."""
         if self.proc is None or self.conn is None:
             self.spawn()
         assert self.conn is not None and self.proc is not None
         try:
             self.conn.send(msg)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            code = self.proc.exitcode if self.proc else None
+            self.kill()
+            raise WorkerDied(f"the engine's process ended (exit code {code})") from exc
+
+    def receive(self, timeout: float) -> dict[str, Any]:
+        """The reply to the request sent last, waiting up to ``timeout`` seconds."""
+        assert self.conn is not None and self.proc is not None
+        try:
             if not self.conn.poll(timeout):
                 self.kill()
                 raise CellTimeout(f"no answer within {timeout:g} s")
@@ -210,8 +255,8 @@ class EngineProcess:
             raise WorkerDied(f"the engine's process ended (exit code {code})") from exc
         if "error" in reply:
             raise EngineError(reply["error"])
-        if msg["op"] == "start":
-            self.server_pids = list(reply.get("pids", []))
+        if "pids" in reply:  # a (re)start reports the engine's server processes
+            self.server_pids = list(reply["pids"])
         return reply
 
     def kill(self) -> None:
@@ -219,17 +264,36 @@ class EngineProcess:
         if self.proc is not None and self.proc.is_alive():
             self.proc.kill()
             self.proc.join(10)
+        self.kill_servers()
+        self.proc = None
+        self.conn = None
+
+    def servers_alive(self) -> bool:
+        """Whether every server process the worker reported starting still runs."""
+        for pid in self.server_pids:
+            try:
+                if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                    return False
+            except psutil.NoSuchProcess:
+                return False
+        return True
+
+    def kill_servers(self) -> int:
+        """SIGKILL every server process the worker reported starting, and their children
+        (the durability suite's crash; what :meth:`kill` does to them). Returns how many."""
+        killed = 0
         for pid in self.server_pids:
             try:
                 proc = psutil.Process(pid)
                 for child in proc.children(recursive=True):
                     child.send_signal(signal.SIGKILL)
+                    killed += 1
                 proc.send_signal(signal.SIGKILL)
+                killed += 1
             except psutil.Error:
                 pass
         self.server_pids = []
-        self.proc = None
-        self.conn = None
+        return killed
 
     def close(self, timeout: float = 120.0) -> None:
         """Stop the engine cleanly, or kill it if it does not stop in time."""

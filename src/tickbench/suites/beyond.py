@@ -1,8 +1,9 @@
 """The suites beyond the paper (SPEC §2.2) as data: their cells, ids and options.
 
 ``tick-latency`` (after KungfuDB's table 1), ``stream`` (after the STAC-M3 ingest harness),
-``concurrency`` (the STAC-M3 users dimension) and ``scaling`` (latency against data read).
-The protocols are in :mod:`tickbench.run.beyond` and METHODOLOGY.md.
+``concurrency`` (the STAC-M3 users dimension), ``scaling`` (latency against data read) and
+``durability`` (acknowledged rows lost to a kill -9, per durability setting). The protocols
+are in :mod:`tickbench.run.beyond`, :mod:`tickbench.run.durability` and METHODOLOGY.md.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from tickbench.suites.published import DAY_NS, QUERY_IDS, QueryParams, _day_ns, _probe_times
 
-BEYOND_SUITES = ("tick-latency", "stream", "concurrency", "scaling")
+BEYOND_SUITES = ("tick-latency", "stream", "concurrency", "scaling", "durability")
 
 TICK_MATRIX: tuple[tuple[int, int], ...] = tuple((x, y) for y in (10_000, 100_000) for x in (1, 10, 100))
 STREAM_RATES: tuple[int | None, ...] = (10_000, 100_000, 1_000_000, None)  # None: as fast as possible
@@ -39,6 +40,8 @@ class BeyondOptions:
     concurrency_seconds: float = 10.0
     scaling_factor: float = 2.0
     scaling_spans: tuple[str, ...] = field(default=SPANS)
+    durability_seconds: float = 10.0  # the longest a writer streams before the kill ends it
+    durability_writers: int = 1
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -48,7 +51,8 @@ class BeyondOptions:
             "stream_max_batch": self.stream_max_batch,
             "concurrency_clients": list(self.concurrency_clients),
             "concurrency_seconds": self.concurrency_seconds, "scaling_factor": self.scaling_factor,
-            "scaling_spans": list(self.scaling_spans),
+            "scaling_spans": list(self.scaling_spans), "durability_seconds": self.durability_seconds,
+            "durability_writers": self.durability_writers,
         }
 
     @classmethod
@@ -66,6 +70,8 @@ class BeyondOptions:
             concurrency_seconds=float(raw.get("concurrency_seconds", d.concurrency_seconds)),
             scaling_factor=float(raw.get("scaling_factor", d.scaling_factor)),
             scaling_spans=tuple(raw.get("scaling_spans", d.scaling_spans)),
+            durability_seconds=float(raw.get("durability_seconds", d.durability_seconds)),
+            durability_writers=int(raw.get("durability_writers", d.durability_writers)),
         )
 
 
@@ -110,6 +116,8 @@ def check_options(o: BeyondOptions) -> None:
         (o.stream_seconds > 0, f"--stream-seconds {o.stream_seconds}: must be positive"),
         (o.concurrency_seconds > 0, f"--concurrency-seconds {o.concurrency_seconds}: must be positive"),
         (o.scaling_factor >= 1, f"--scaling-factor {o.scaling_factor}: must be at least 1"),
+        (o.durability_seconds >= 1, f"--durability-seconds {o.durability_seconds}: must be at least 1"),
+        (o.durability_writers >= 1, f"--durability-writers {o.durability_writers}: must be at least 1"),
     ]
     for ok, message in checks:
         if not ok:
@@ -138,8 +146,13 @@ def scaling_id(qid: str) -> str:
     return f"scaling/{qid}"
 
 
-def cell_ids(suite: str, opts: BeyondOptions) -> list[str]:
-    """Every benchmark id the suite records per engine, in run order."""
+def durability_id(setting: str) -> str:
+    return f"durability/{setting}"
+
+
+def cell_ids(suite: str, opts: BeyondOptions, settings: tuple[str, ...] = ()) -> list[str]:
+    """Every benchmark id the suite records per engine, in run order; ``settings`` are the
+    engine's durability settings (one ``durability/default`` cell when it names none)."""
     if suite == "tick-latency":
         return [tick_id(x, y, m) for x, y in opts.tick_matrix for m in ("single", "batch")]
     if suite == "stream":
@@ -148,6 +161,8 @@ def cell_ids(suite: str, opts: BeyondOptions) -> list[str]:
         return [concurrency_id(c) for c in opts.concurrency_clients]
     if suite == "scaling":
         return [scaling_id(q) for q in QUERY_IDS]
+    if suite == "durability":
+        return [durability_id(s) for s in settings or ("default",)]
     raise ValueError(suite)
 
 

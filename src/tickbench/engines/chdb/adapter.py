@@ -204,6 +204,9 @@ class Adapter(Engine):
         "async": "chDB's own default, async_insert=1 with wait_for_async_insert=1: concurrent inserts are "
                  "buffered and flushed together into one part, each acknowledged once flushed; no fsync",
     }
+    # Each mode acknowledges an insert once its part's files are written: a killed process
+    # loses none of them (only "fsync" also survives losing the page cache, a machine crash).
+    ingest_durable: ClassVar[frozenset[str]] = frozenset(ingest_durability)
 
     @classmethod
     def probe(cls) -> str:

@@ -45,6 +45,7 @@ from tickbench.engines.server import (
     ensure_service_user,
     free_port,
     port_in_use,
+    remove_stale_pid_file,
 )
 
 PG_MAJOR = "15"
@@ -252,6 +253,8 @@ class Adapter(Engine):
             if self.pgdata.exists():
                 shutil.rmtree(self.pgdata)  # a half-made cluster from an interrupted initdb
             self._initdb(user)
+        # After a crash (the durability suite's kill -9) the lock file outlives the server.
+        remove_stale_pid_file(self.pgdata / "postmaster.pid")
         self.port = _choose_port()
         sockets = self.workdir / "sockets"
         # The Unix socket goes in the workdir (not the system's /var/run/postgresql); where

@@ -1,0 +1,111 @@
+"""A server engine that fails under the run: killed mid-query (that cell is recorded, the
+server restarted, the other cells measured), killed mid-load (its cells are recorded as
+errors, the other engine's are intact), a port already in use and a server that does not come
+up in time (each refused with a message naming it and what to do, nothing left running)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tickbench.data.dataset import Dataset
+from tickbench.engines.base import EngineUnavailable
+from tickbench.engines.registry import adapter_class
+from tickbench.engines.server import LOOPBACK, START_TIMEOUT_ENV
+from tickbench.results import Results
+from tickbench.run.published import Protocol
+from tickbench.run.session import RunConfig, run
+from tickbench.run.worker import FAULTS_ENV
+from tickbench.suites.published import QUERY_IDS, QueryParams
+
+pytestmark = [pytest.mark.server, pytest.mark.slow]
+
+
+@pytest.fixture(autouse=True)
+def _postgres_installed() -> None:
+    try:
+        adapter_class("postgres").probe()
+    except EngineUnavailable as exc:
+        pytest.skip(f"PostgreSQL is not installed here ({exc}); `tickbench install postgres`")
+
+
+@pytest.fixture
+def out() -> Iterator[Path]:
+    # Not under pytest's tmp_path: the server runs as the unprivileged service user.
+    d = Path(tempfile.mkdtemp(prefix="tickbench-fail-"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _postgres_processes() -> set[int]:
+    return {p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"}
+
+
+def _run(tiny: Dataset, out: Path, engines: list[str]) -> Results:
+    return run(RunConfig(engines=engines, data=tiny.root, out=out / "r", seed=7,
+                         protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
+                         verify_dataset=False))
+
+
+def test_server_killed_mid_query(tiny: Dataset, out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _postgres_processes()
+    monkeypatch.setenv(FAULTS_ENV, "postgres:kill_server=O-S")
+    results = _run(tiny, out, ["postgres"])
+    by_id = {r.benchmark: r for r in results.records}
+    assert by_id["O-S"].status == "error" and "server process ended" in by_id["O-S"].reason
+    # The server was restarted: every later query, W and SE were measured and verified.
+    for qid in [*QUERY_IDS, "W", "SE"]:
+        if qid != "O-S":
+            assert by_id[qid].status == "ok" and by_id[qid].verified, (qid, by_id[qid].reason)
+    assert _postgres_processes() <= before, "a postgres process was left running"
+
+
+def test_server_killed_mid_load(tiny: Dataset, out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _postgres_processes()
+    monkeypatch.setenv(FAULTS_ENV, "postgres:kill_server_load=0.3")
+    results = _run(tiny, out, ["postgres", "duckdb"])
+    pg = [r for r in results.records if r.engine == "postgres"]
+    duck = [r for r in results.records if r.engine == "duckdb"]
+    assert len(pg) == len(duck) == len(QUERY_IDS) + 2
+    assert all(r.status == "error" and "did not start or load" in r.reason for r in pg)
+    assert all(r.status == "ok" for r in duck), [(r.benchmark, r.reason) for r in duck if r.status != "ok"]
+    assert _postgres_processes() <= before, "a postgres process was left running"
+
+
+def test_port_in_use_is_named(tiny: Dataset, tiny_params: QueryParams, out: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as taken:
+        taken.bind((LOOPBACK, 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("TICKBENCH_POSTGRES_PORT", str(port))
+        engine = adapter_class("postgres")(out / "pg", tiny, tiny_params)
+        with pytest.raises(EngineUnavailable, match=f"port {port}.*already in use.*TICKBENCH_POSTGRES_PORT"):
+            engine.start()
+        engine.stop()
+        # Through a run: every cell says why, and the run goes on to write its results.
+        results = _run(tiny, out, ["postgres"])
+    assert all(r.status == "error" and f"port {port}" in r.reason for r in results.records)
+    assert (out / "r" / "results.json").is_file() and not (out / "r" / "work").exists()
+
+
+def test_server_start_timeout_is_named_and_stopped(tiny: Dataset, tiny_params: QueryParams, out: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _postgres_processes()
+    monkeypatch.setenv(START_TIMEOUT_ENV, "0.05")
+    engine = adapter_class("postgres")(out / "pg", tiny, tiny_params)
+    with pytest.raises(EngineUnavailable, match=f"did not answer within 0.05 s.*{START_TIMEOUT_ENV}"):
+        engine.start()
+    engine.stop()
+    assert _postgres_processes() <= before, "the server that did not come up was left running"
+    monkeypatch.setenv(START_TIMEOUT_ENV, "soon")
+    with pytest.raises(EngineUnavailable, match=f"{START_TIMEOUT_ENV}='soon'"):
+        engine.start()
+    engine.stop()

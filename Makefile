@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv run test test-fast lint bench-generator install-servers screenshot clean
+.PHONY: venv run test test-fast lint bench-generator bench-ingest install-servers screenshot clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ test-fast: venv
 lint: venv
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
+
+## bench-ingest: each engine's maximum sustained ingest rate and its p99 at half of it
+bench-ingest: venv
+	$(BIN)/python benchmarks/ingest_rates.py --engines duckdb,chdb,questdb,postgres
 
 ## bench-generator: generator throughput (rows/s, MB/s per table) at SF 0.1
 bench-generator: venv

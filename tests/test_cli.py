@@ -103,3 +103,12 @@ def test_run_writes_results_reports_and_answers(tiny_dir: Path, tmp_path: Path) 
     assert "T-VWAP" in (out / "report.md").read_text()
     code, text = _invoke("report", str(out / "results.json"), "--out", str(tmp_path / "again"))
     assert code == 0 and (tmp_path / "again" / "report.html").is_file()
+
+
+@pytest.mark.parametrize("command", ["generate", "run"])
+def test_bad_seed_is_refused_and_writes_nothing(tiny_dir: Path, tmp_path: Path, command: str) -> None:
+    out = tmp_path / "out"
+    extra = ["--data", str(tiny_dir)] if command == "run" else []
+    code, text = _invoke(command, "--seed", "-5", "--out", str(out), *extra)
+    assert code == 2 and "--seed -5" in text and "[0, 2**63)" in text
+    assert not out.exists()

@@ -48,7 +48,7 @@ def _rows(ids: list[int]) -> pa.Table:
 def test_compare_counts_lost_changed_duplicated_and_in_flight() -> None:
     acks = {i: (0, 1) for i in range(10)}
     table = _rows([0, 1, 2, 3, 4, 4, 6, 7, 8, 9, 10])  # 5 lost, 4 twice, 10 in flight
-    changed = table.set_column(4, "price", pa.array([999.0] + table.column("price").to_pylist()[1:]))  # row 0
+    changed = table.set_column(4, "price", pa.array([999.0, *table.column("price").to_pylist()[1:]]))  # row 0
     got = compare(acks, [changed])
     assert (got["acknowledged"], got["lost"], got["lost_first"]) == (10, 1, [5])
     assert (got["changed"], got["changed_first"], got["duplicated"]) == (1, [0], 1)

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tickbench.data.dataset import DatasetError, check_scale, generate
+from tickbench.data.dataset import DatasetError, check_scale, check_seed, generate
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.report import compare, html, markdown
@@ -147,6 +147,7 @@ def run_cmd(
         names = [e.strip() for e in engines.split(",") if e.strip()] if engines else default_engines()
         check_engines(names)
         check_suite(suite)
+        check_seed(seed)
         if repetitions < 1:
             raise RunError(f"--repetitions {repetitions}: must be at least 1")
         if timeout <= 0:

@@ -151,6 +151,11 @@ def check_scale(scale: float) -> None:
         raise DatasetError(f"--scale {scale}: must be a number in (0, {MAX_SCALE:g}]")
 
 
+def check_seed(seed: int) -> None:
+    if seed < 0 or seed >= 2**63:
+        raise DatasetError(f"--seed {seed}: must be an integer in [0, 2**63)")
+
+
 def _gen_task(args: tuple[int, cal.Partition, int, str]) -> dict[str, Any]:
     seed, part, symbols, out = args
     data = generate_partition(seed, part, cal.instrument(part.sym, symbols))
@@ -188,8 +193,7 @@ def generate(
     that holds anything else is refused.
     """
     check_scale(scale)
-    if seed < 0 or seed >= 2**63:
-        raise DatasetError(f"--seed {seed}: must be an integer in [0, 2**63)")
+    check_seed(seed)
     if symbols < 0 or symbols > 10_000:
         raise DatasetError(f"--symbols {symbols}: must be in [0, 10000]")
     if jobs < 1:

@@ -10,6 +10,9 @@ must end up holding an ``<svg class="main-svg">`` with marks (the tests check it
 Chromium). Everything a chart shows is also in a table beside it, so the page still reads
 without JavaScript.
 
+The suites beyond the paper (tick-latency, stream, concurrency, scaling, durability) get their
+own section, tables and charts, from :mod:`tickbench.report.beyond_html`.
+
 The reference paper's figures are drawn as a separate series on their own axis, labelled as
 theirs, and compared with ours only by rank (:mod:`tickbench.report.paper`).
 """
@@ -23,7 +26,8 @@ from html import escape
 from typing import Any
 
 from tickbench.report import paper as paper_mod
-from tickbench.report.beyond import render_beyond
+from tickbench.report.beyond import RENDERERS as BEYOND_SUITES
+from tickbench.report.beyond_html import render_beyond_html
 from tickbench.report.cells import MARK, cell_text
 from tickbench.report.summary import (
     CATEGORIES,
@@ -130,6 +134,7 @@ class _Page:
         self.colors = {e: PALETTE[i % len(PALETTE)] for i, e in enumerate(self.engines)}
         self.paper = paper_mod.load()
         self.charts: dict[str, dict[str, Any]] = {}
+        self.has_beyond = any(r.benchmark.split("/", 1)[0] in BEYOND_SUITES for r in self.results.records)
 
     # -- charts ---------------------------------------------------------------------------
     def _layout(self, ours_title: str, ours_unit: str, ours_vals: list[float], paper_unit: str,
@@ -302,20 +307,23 @@ class _Page:
 
     def _add(self, div_id: str, data: list[dict[str, Any]], layout: dict[str, Any]) -> str:
         self.charts[div_id] = {"data": data, "layout": layout}
-        return f'<div class="chart" id="{div_id}"></div>'
+        height = layout.get("height", 340)
+        style = "" if height == 340 else f' style="height:{int(height)}px"'
+        return f'<div class="chart" id="{escape(div_id)}"{style}></div>'
 
     # -- sections -------------------------------------------------------------------------
     def header(self) -> str:
         r, ds = self.results, self.results.dataset
         runs = ", ".join(f"<code>{escape(x.run_id)}</code> ({escape(x.created)})" for x in self.m.runs)
         warn = "".join(f'<p class="warn">⚠ {escape(w)}</p>' for w in self.m.warnings)
+        beyond = '<a href="#beyond">Beyond the paper</a>' if self.has_beyond else ""
         return f"""<header><h1>tickbench results — {escape(r.suite)} suite</h1>
 <p>run{"s" if len(self.m.runs) > 1 else ""} {runs}; {len(self.engines)} engine(s):
 {escape(", ".join(self.engines))}</p>
 <p>dataset <code>{escape(ds.content_hash)}</code> · scale {ds.scale:g} · seed {ds.seed} · {escape(ds.source)}
 · {r.repetitions} timed repetitions after warm-up · timeout {r.timeout_s:g} s</p></header>
 <nav><a href="#summary">Summary</a><a href="#charts">Latency</a><a href="#load">Load &amp; storage</a>
-<a href="#verification">Verification</a><a href="#memory">Memory</a><a href="#paper">Reference paper</a>
+<a href="#verification">Verification</a><a href="#memory">Memory</a>{beyond}<a href="#paper">Reference paper</a>
 <a href="#environment">Environment</a><a href="#queries">Query text</a></nav><main>{warn}"""
 
     def summary(self) -> str:
@@ -502,6 +510,10 @@ within 1e-6 relative) · ✘ wrong answer or engine error · ⏱ timeout · “n
 compare within one kind.</p>{box}
 <table><tr><th>benchmark</th>{head}</tr>{"".join(body)}</table><ul>{legend}</ul>"""
 
+    def beyond(self) -> str:
+        """The suites beyond the paper: per suite its table and charts (:mod:`.beyond_html`)."""
+        return render_beyond_html(self.results, self._add)
+
     def paper_section(self) -> str:
         p = self.paper
         ranks = paper_mod.rank_rows(headlines(self.results))
@@ -621,20 +633,12 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def _beyond_section(results: Results) -> str:
-    """The suites beyond the paper (tick-latency, stream, concurrency, scaling), as their tables."""
-    text = render_beyond(results)
-    if not text:
-        return ""
-    return f'<h2 id="beyond">Suites beyond the paper</h2><pre class="beyond">{escape(text)}</pre>'
-
-
 def render(results: Results | Sequence[Results]) -> str:
     """The whole page for one run, or several runs side by side."""
     merged = merge(results)
     page = _Page(merged)
     body = "".join([page.header(), page.summary(), page.latency(), page.load_storage(), page.verification(),
-                    page.memory(), _beyond_section(merged.results), page.paper_section(), page.environment(),
+                    page.memory(), page.beyond(), page.paper_section(), page.environment(),
                     page.queries()])
     charts = json.dumps(_finite(page.charts), allow_nan=False).replace("</", "<\\/")
     title = f"tickbench results · {merged.results.run_id}"

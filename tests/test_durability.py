@@ -17,6 +17,7 @@ from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.registry import adapter_class
+from tickbench.report import html
 from tickbench.report.markdown import render as render_markdown
 from tickbench.results import Results, read_results
 from tickbench.run.durability import ACK, SYMS, compare, kill_delay_s, read_acks
@@ -88,6 +89,8 @@ def _check_cells(results: Results, engine: str) -> None:
             assert rec.verified
     md = render_markdown(results)
     assert "Durability" in md and all(s in md for s in by_setting)
+    page = html.render(results)
+    assert 'id="chart-beyond-durability"' in page and all(s in page for s in by_setting)
 
 
 @pytest.mark.slow

@@ -307,13 +307,37 @@ class _Section:
         }
         return [self.add("chart-beyond-scaling", data, layout)]
 
+    def durability_chart(self, records: list[Record]) -> str | None:
+        """The trade-off: each (engine, setting)'s write rate, its bar red where acknowledged
+        rows were lost, labelled with how many."""
+        rows = [r for r in records if r.status in ("ok", "wrong") and "acknowledged" in r.figures]
+        if not rows:
+            return None
+        names = [escape(f"{r.engine} · {r.figures['setting']}") for r in rows]
+        lost = [int(r.figures["lost"]) for r in rows]
+        data = [{
+            "type": "bar", "orientation": "h", "y": names, "x": [r.figures["throughput"] for r in rows],
+            "marker": {"color": ["#d62728" if n else "#2ca02c" for n in lost]},
+            "text": [f"lost {n:,} of {r.figures['acknowledged']:,}" for n, r in zip(lost, rows, strict=True)],
+            "textposition": "auto", "hoverinfo": "x+text", "showlegend": False,
+        }]
+        layout = {
+            "height": 120 + 34 * len(rows), "margin": {"l": 20, "r": 20, "t": 36, "b": 50}, "font": {"size": 12},
+            "xaxis": {"title": {"text": "acknowledged writes/s, one event per write"}, "rangemode": "tozero"},
+            "yaxis": {"automargin": True, "autorange": "reversed"},
+            "annotations": [_title("write rate per durability setting; red: acknowledged rows lost to kill -9")],
+        }
+        return self.add("chart-beyond-durability", data, layout)
+
     def suite(self, suite: str) -> str:
         records = records_of(self.results, suite)
         if not records:
             return ""
         title = f'<h3 id="beyond-{suite}">{escape(SUITE_TITLES[suite])}</h3>'
-        if suite not in TABLES:  # durability: its Markdown, as HTML
-            return title + markdown_to_html(RENDERERS[suite](records))
+        if suite not in TABLES:  # durability: its Markdown, as HTML, under its trade-off chart
+            chart = self.durability_chart(records)
+            box = f'<div class="chartbox">{chart}</div>' if chart else ""
+            return title + box + markdown_to_html(RENDERERS[suite](records))
         table = TABLES[suite](records)
         charts = {"tick-latency": self.tick_charts, "stream": self.stream_charts,
                   "concurrency": self.concurrency_charts, "scaling": self.scaling_charts}[suite](records)

@@ -324,10 +324,13 @@ class BeyondRun:
 
     def _mix_processes(self, proc: EngineProcess, clients: int, timeout: float,
                        msg: dict[str, Any]) -> list[dict[str, Any]]:
-        """Clients as worker processes over the primary's store: the primary closes its own
-        connection first (an embedded store opened read-only by several processes cannot also
-        be open for writing) and reopens it afterwards."""
-        proc.call(self.protocol.load_timeout_s, op="stop")
+        """Clients as worker processes over the primary's store. For an embedded engine the
+        primary closes its own connection first (a store opened read-only by several processes
+        cannot also be open for writing) and reopens it afterwards; a server engine's primary
+        keeps its server running, and each client process connects to it."""
+        embedded = self.info.kind != "server"
+        if embedded:
+            proc.call(self.protocol.load_timeout_s, op="stop")
         procs = [EngineProcess(self.info.name, self.workdir / "engine", self.ds.root, self.params)
                  for _ in range(clients)]
         try:
@@ -341,7 +344,8 @@ class BeyondRun:
         finally:
             for p in procs:
                 p.close()
-            proc.call(self.protocol.load_timeout_s, op="start")
+            if embedded:
+                proc.call(self.protocol.load_timeout_s, op="start")
 
     # -- durability --------------------------------------------------------------------------
 

@@ -284,6 +284,16 @@ class Adapter(Engine):
         with self._connect("postgres"):
             return True
 
+    def start_shared(self) -> None:
+        """Connect to the server another adapter started over the same working directory (a
+        concurrency client in a process of its own); its port is line 4 of the server's
+        ``postmaster.pid``. No process is started, and stop() ends none."""
+        try:
+            self.port = int((self.pgdata / "postmaster.pid").read_text().splitlines()[3])
+        except (OSError, ValueError, IndexError) as exc:
+            raise EngineUnavailable(f"no PostgreSQL server to connect to over {self.pgdata}: {exc}") from exc
+        self.conn = self._connect(DB)
+
     def stop(self) -> None:
         """Close the connection, then a fast shutdown (SIGINT): it ends any session left and
         writes the shutdown checkpoint, whereas a smart one (SIGTERM) would wait for every

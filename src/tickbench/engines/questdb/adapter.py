@@ -1,7 +1,8 @@
 """QuestDB, a server (JVM) on 127.0.0.1 with its own data directory in the run's working directory.
 
-Everything goes over QuestDB's HTTP port: ILP over HTTP for loads from Parquet, ``/imp`` for the
-CSV bulk load, ``/exec`` for DDL and small answers, ``/exp?fmt=parquet`` for query results.
+Everything goes over QuestDB's HTTP port: ILP over HTTP for loads from Parquet and for the ingest
+capability's writes, ``/imp`` for the CSV bulk load, ``/exec`` for DDL and small answers,
+``/exp?fmt=parquet`` for query results.
 """
 
 from __future__ import annotations
@@ -17,18 +18,20 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from questdb import Sender, TimestampNanos
 
-from tickbench.engines.base import Engine, EngineUnavailable, LoadFigures
+from tickbench.data.schema import SCHEMAS
+from tickbench.engines.base import Engine, EngineUnavailable, IngestClient, LoadFigures
 from tickbench.engines.server import (
     LOOPBACK,
     ServerProcess,
@@ -51,6 +54,32 @@ TS_PATTERN = "yyyy-MM-dd HH:mm:ss.SSSUUUNNNz"
 ILP_FLUSH_BYTES = 64 << 20  # one ILP/HTTP request (one WAL transaction) per 64 MiB of rows
 READY_TIMEOUT = 180.0
 APPLY_STALL_TIMEOUT = 300.0  # give up when the WAL apply makes no progress for this long
+WAL_STATE = "SELECT name, suspended, writerTxn, sequencerTxn, errorMessage FROM wal_tables()"
+
+# -- ingest (tick-latency, stream and durability suites) -------------------------------------
+# The ingest store's tables, in the server's one namespace beside the loaded ones (QuestDB has
+# no databases or schemas): schema.sql's columns under other names.
+INGEST = {t: f"ingest_{t}" for t in TABLES}
+# In the store's directory: which server root and which table directories (QuestDB gives each
+# created table a new one) hold the store, so a store deleted and made again (tick-latency's
+# fresh store per repetition) gets fresh tables and a reopened store finds its own.
+INGEST_MARKER = "questdb-ingest.json"
+INGEST_READ = {
+    "trades": "SELECT * FROM ingest_trades WHERE sym = $sym ORDER BY ts, trade_id",
+    "book": "SELECT * FROM ingest_book WHERE sym = $sym ORDER BY ts",
+}
+INGEST_COUNT = {t: f"SELECT count() FROM {name}" for t, name in INGEST.items()}
+INGEST_LATEST = " ".join(line for line in (Path(__file__).parent / "ingest_latest.sql").read_text().splitlines()
+                         if not line.lstrip().startswith("--")).strip()
+DEFAULT_COMMIT_MODE = "nosync"  # QuestDB's own default
+# The durability settings: QuestDB's cairo.commit.mode, server-wide and read at startup.
+COMMIT_MODES = {"commit_mode=nosync": "nosync", "commit_mode=async": "async", "commit_mode=sync": "sync"}
+# A writer's ILP/HTTP request may take this long (ms): the runner owns timeouts, and a stalled
+# commit must show as latency, not be cut by the client's own 10 s default into an error.
+ILP_REQUEST_TIMEOUT_MS = 600_000
+# A reader's keep-alive connection idle this long is replaced before its next request: QuestDB
+# closes idle HTTP connections after http.net.connection.timeout (5 min by default).
+READER_IDLE_S = 60.0
 
 
 def _schema() -> dict[str, str]:
@@ -115,9 +144,89 @@ def check_reachable(path: Path, user: str) -> None:
                 f"{stat.S_IMODE(st.st_mode):o}) to reach {path}; use a directory it can reach")
 
 
+def _row_layout(table: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """(index, name) of ``table``'s SYMBOL columns and of its other columns after ``ts``, in
+    the SPEC row tuple."""
+    names = SCHEMAS[table].names
+    symbols = [(i, n) for i, n in enumerate(names) if n in SYMBOLS[table]]
+    columns = [(i, n) for i, n in enumerate(names) if i and n not in SYMBOLS[table]]
+    return symbols, columns
+
+
+ROW_LAYOUT = {t: _row_layout(t) for t in TABLES}
+
+
+class _Writer(IngestClient):
+    """One ingest writer: an ILP/HTTP sender of its own (one keep-alive connection).
+
+    A write is one HTTP request holding rows of one table, which QuestDB commits as one WAL
+    transaction before it answers; ``flush`` returns with that answer, so the rows are
+    committed (under the server's ``cairo.commit.mode``) when :meth:`write` returns. They become
+    visible to queries once QuestDB's WAL apply job has applied the transaction, a little later,
+    so :meth:`close` returns only when the transactions committed before it are applied.
+    """
+
+    def __init__(self, adapter: Adapter, sender: Sender) -> None:
+        self.adapter = adapter
+        self.sender = sender
+        self.written: set[str] = set()
+
+    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        name = INGEST[table]
+        symbols, columns = ROW_LAYOUT[table]
+        row = self.sender.row
+        # Row by row into the sender's buffer: at these write sizes it encodes faster than
+        # Sender.dataframe, whose pandas frame costs ~1 ms before its first row.
+        for r in rows:
+            row(name, symbols={n: r[i] for i, n in symbols}, columns={n: r[i] for i, n in columns},
+                at=TimestampNanos(r[0]))
+        self.written.add(name)
+        # transactional: the client refuses a buffer spanning tables, so one write is exactly
+        # one WAL transaction; a failed flush clears the buffer, and nothing is sent twice.
+        self.sender.flush(transactional=True)
+
+    def close(self) -> None:
+        """Close the sender, then wait until what it committed is visible (see the class)."""
+        try:
+            self.sender.close(flush=False)  # every write flushed itself; never send implicitly
+        finally:
+            if self.written:
+                self.adapter._wait_applied(self.written)
+
+
 class Adapter(Engine):
     server: ServerProcess | None = None
     ports: dict[str, int]
+    #: The server's cairo.commit.mode, written into server.conf at every start: it outlives a
+    #: stop, so a restart (the durability suite's recovery) comes back under the same setting.
+    commit_mode: str = DEFAULT_COMMIT_MODE
+    #: True while attached to a server another adapter started (start_shared), owning no process.
+    attached: bool = False
+    #: Concurrency clients are threads of one worker, each attached to the primary's running
+    #: server: the process model stops the primary's engine first, and that is this server.
+    ingest_durability: ClassVar[dict[str, str]] = {
+        "commit_mode=nosync": (
+            "QuestDB's default cairo.commit.mode=nosync: acknowledged once the write's WAL transaction "
+            "is committed (written to the table's WAL segment and its sequencer's transaction log "
+            "through mmap), nothing flushed to disk: survives a crash of the server process, not an "
+            "OS crash or a power loss"),
+        "commit_mode=async": (
+            "cairo.commit.mode=async: as nosync, and each commit also schedules a flush of the WAL files "
+            "it wrote (msync MS_ASYNC) without waiting for it: survives a crash of the server process; "
+            "an OS crash can lose the last acknowledged commits"),
+        "commit_mode=sync": (
+            "cairo.commit.mode=sync: each commit waits for the flush (msync MS_SYNC) of the WAL files it "
+            "appended and of the sequencer's transaction log before it is acknowledged: survives a crash "
+            "of the server process, and an OS crash as far as the disk honours the flush"),
+    }
+    # Every mode writes through mmap into the page cache, which outlives a killed process, so
+    # none loses an acknowledged row when the server's processes are killed (QuestDB's docs:
+    # every commit mode survives a crash of the QuestDB process); they differ only on an OS
+    # crash or a power loss, which the durability suite does not cause.
+    ingest_durable: ClassVar[frozenset[str]] = frozenset(ingest_durability)
+    ingest_setting: str | None = None  # the open ingest store's durability setting
+    _readers: threading.local  # per thread: its reader connection and when it was last used
+    _reader_conns: list[http.client.HTTPConnection]  # every reader connection, to close them
 
     # ---- install / probe -------------------------------------------------------------------
 
@@ -181,6 +290,10 @@ class Adapter(Engine):
             "cairo.sql.copy.root": str(self.root / "import"),
             # The runner owns query timeouts; QuestDB's own default (60 s) would cut long ones.
             "query.timeout": "600000",
+            "cairo.commit.mode": self.commit_mode,  # the ingest durability setting (ingest_open)
+            # /exp (every result) allows 2 connections at once by default: the concurrency
+            # suite's clients and the stream suite's readers need more; -1 is no limit, as for /exec.
+            "http.export.connection.limit": "-1",
         }
         (self.root / "conf").mkdir(parents=True, exist_ok=True)
         (self.root / "import").mkdir(exist_ok=True)
@@ -207,7 +320,28 @@ class Adapter(Engine):
         self.server.start()
         self.server.wait_ready(lambda: self._get("/exec", {"query": "select 1"})[0] == 200, READY_TIMEOUT)
 
+    def start_shared(self) -> None:
+        """Attach to the server that the adapter of another thread started over the same
+        working directory (a concurrency client), reading its HTTP port from the server.conf
+        that start() wrote. No process is started, and stop() ends none."""
+        conf = self.root / "conf" / "server.conf"
+        try:
+            settings = dict(line.split("=", 1) for line in conf.read_text().splitlines() if "=" in line)
+            port = int(settings["http.net.bind.to"].rsplit(":", 1)[1])
+        except (OSError, KeyError, ValueError, IndexError) as exc:
+            raise EngineUnavailable(f"no QuestDB server to attach to over {self.root}: {exc}") from exc
+        self.ports = {"http": port}
+        self.attached = True
+        try:
+            status, body = self._get("/exec", {"query": "select 1"})
+        except OSError as exc:
+            status, body = 0, str(exc).encode()
+        if status != 200:
+            self.attached = False
+            raise EngineUnavailable(f"the QuestDB server on {LOOPBACK}:{port} does not answer: {body[:200]!r}")
+
     def stop(self) -> None:
+        self.attached = False
         if self.server is not None:
             self.server.stop()
             self.server = None
@@ -219,23 +353,50 @@ class Adapter(Engine):
     # ---- HTTP ------------------------------------------------------------------------------
 
     def _conn(self) -> http.client.HTTPConnection:
-        if self.server is None:
+        if self.server is None and not self.attached:
             raise RuntimeError("QuestDB is not started")
         # One connection per request: nothing to go stale between the runner's repetitions.
         return http.client.HTTPConnection(LOOPBACK, self.ports["http"], timeout=3600)
 
-    def _get(self, path: str, query: dict[str, str]) -> tuple[int, bytes]:
-        conn = self._conn()
+    def _reader(self) -> http.client.HTTPConnection:
+        """This thread's keep-alive connection for reads of the ingest store. The stream suite
+        polls counts every millisecond while another thread takes snapshots; a new connection
+        per request would add its setup to every measured read (it doubled a count's 0.2 ms)."""
+        if self.ingest_setting is None:
+            raise RuntimeError("the ingest store is not open")
+        now = time.monotonic()
+        conn: http.client.HTTPConnection | None = getattr(self._readers, "conn", None)
+        if conn is not None and now - self._readers.used > READER_IDLE_S:
+            conn.close()
+            conn = None
+        if conn is None:
+            conn = self._conn()
+            self._readers.conn = conn
+            self._reader_conns.append(conn)
+        self._readers.used = now
+        return conn
+
+    def _get(self, path: str, query: dict[str, str], keep: bool = False) -> tuple[int, bytes]:
+        """GET ``path?query``: the status and the whole body. ``keep``: on this thread's ingest
+        reader connection, left open for the next read unless the server closes it or answers
+        with an error; otherwise on a connection of its own."""
+        conn = self._reader() if keep else self._conn()
+        reuse = False
         try:
             conn.request("GET", path + "?" + urllib.parse.urlencode(query))
             resp = conn.getresponse()
-            return resp.status, resp.read()
+            body = resp.read()
+            reuse = keep and resp.status == 200 and not resp.will_close
+            return resp.status, body
         finally:
-            conn.close()
+            if not reuse:
+                conn.close()
+                if keep:
+                    self._readers.conn = None
 
-    def _exec(self, sql: str) -> dict[str, Any]:
+    def _exec(self, sql: str, keep: bool = False) -> dict[str, Any]:
         """Run one statement through ``/exec``; its JSON answer (raise on an error)."""
-        status, body = self._get("/exec", {"query": sql})
+        status, body = self._get("/exec", {"query": sql}, keep)
         answer: dict[str, Any] = json.loads(body)
         if status != 200 or "error" in answer:
             raise RuntimeError(f"QuestDB: {answer.get('error', body[:500])} in: {sql[:200]}")
@@ -247,12 +408,12 @@ class Adapter(Engine):
         names = [c["name"] for c in answer["columns"]]
         return [dict(zip(names, row, strict=True)) for row in answer["dataset"]]
 
-    def _export(self, sql: str) -> pa.Table:
+    def _export(self, sql: str, keep: bool = False) -> pa.Table:
         """A whole result as Parquet from ``/exp``: columnar, nanosecond timestamps, and several
         times faster than rows over the PG wire or JSON for large answers. Uncompressed, since
         it only crosses the loopback."""
         status, body = self._get("/exp", {"query": sql, "fmt": "parquet",
-                                          "compression_codec": "uncompressed"})
+                                          "compression_codec": "uncompressed"}, keep)
         if status != 200:
             try:
                 reason = json.loads(body).get("error", "")
@@ -291,28 +452,32 @@ class Adapter(Engine):
         return rows
 
     def _wait_applied(self, tables: Iterable[str]) -> None:
-        """Return once the WAL of every table in ``tables`` is applied (its rows visible).
+        """Return once every WAL transaction of ``tables`` committed before this call is applied
+        (its rows visible to queries).
 
         Why a poll: ILP over HTTP and /imp acknowledge a commit to the WAL, which QuestDB
         applies to the table asynchronously, and it offers no call that blocks until then. So
-        ``wal_tables()`` is read every 5 ms until the writer has caught up with the sequencer;
-        a suspended table (failed apply) raises at once.
+        ``wal_tables()`` is read every 5 ms until the table writer's transaction (``writerTxn``,
+        what queries see) has reached the sequencer's (``sequencerTxn``) as it was at the first
+        read: transactions committed later (by writers still writing) are not waited for. A
+        suspended table (failed apply) raises at once.
         """
         wanted = set(tables)
+        target: dict[str, int] | None = None
         last: dict[str, int] = {}
         stalled_since = time.monotonic()
         while True:
             pending = False
-            for row in self._rows("SELECT name, suspended, writerTxn, sequencerTxn, errorMessage "
-                                  "FROM wal_tables()"):
-                if row["name"] not in wanted:
-                    continue
+            state = {r["name"]: r for r in self._rows(WAL_STATE) if r["name"] in wanted}
+            if target is None:
+                target = {name: int(row["sequencerTxn"]) for name, row in state.items()}
+            for name, row in state.items():
                 if row["suspended"]:
-                    raise RuntimeError(f"QuestDB suspended WAL table {row['name']}: {row['errorMessage']}")
-                if row["writerTxn"] < row["sequencerTxn"]:
+                    raise RuntimeError(f"QuestDB suspended WAL table {name}: {row['errorMessage']}")
+                if row["writerTxn"] < target.get(name, 0):
                     pending = True
-                    if last.get(row["name"]) != row["writerTxn"]:
-                        last[row["name"]] = row["writerTxn"]
+                    if last.get(name) != row["writerTxn"]:
+                        last[name] = row["writerTxn"]
                         stalled_since = time.monotonic()
             if not pending:
                 return
@@ -443,6 +608,81 @@ class Adapter(Engine):
         return LoadFigures(rows=self._count(names.values()), input_bytes=nbytes,
                            detail={"path": path_name, "tables": list(names.values())})
 
+    # ---- ingest (tick-latency, stream and durability suites) -------------------------------
+
+    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+        """The ingest store is the tables ``ingest_trades`` and ``ingest_book`` of this server;
+        ``store`` (a directory) holds a marker naming the server root and the tables' directories.
+        A store whose marker names the tables as they are reopens them, once their WAL is applied
+        (after a crash QuestDB applies the committed transactions again when restarted); any
+        other store gets empty tables, earlier ones dropped.
+
+        ``durability`` is a cairo.commit.mode setting of :attr:`ingest_durability`. The mode is
+        server-wide and read only at startup, so the server is restarted (its process changes)
+        when the mode asked for is not the one it runs with."""
+        setting = durability or next(iter(self.ingest_durability))
+        if setting not in COMMIT_MODES:
+            raise ValueError(f"unknown durability setting {setting!r}; known: {', '.join(COMMIT_MODES)}")
+        self.ingest_close()
+        if self.server is None:
+            raise RuntimeError("QuestDB is not started")
+        if COMMIT_MODES[setting] != self.commit_mode:
+            self.stop()
+            self.commit_mode = COMMIT_MODES[setting]
+            self.start()
+        marker = store / INGEST_MARKER
+        try:
+            recorded = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            recorded = None
+        if recorded is not None and recorded == self._ingest_identity():
+            self._wait_applied(INGEST.values())
+        else:
+            for table, name in INGEST.items():
+                self._create(table, name)
+        store.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps(self._ingest_identity()))
+        self._readers = threading.local()
+        self._reader_conns = []
+        self.ingest_setting = setting
+
+    def _ingest_identity(self) -> dict[str, Any]:
+        """What a store's marker records: the server root and each ingest table's directory
+        (None for a table that does not exist)."""
+        dirs = {r["table_name"]: r["directoryName"]
+                for r in self._rows("SELECT table_name, directoryName FROM tables()")}
+        return {"root": str(self.root.resolve()), "tables": {n: dirs.get(n) for n in INGEST.values()}}
+
+    def ingest_client(self) -> IngestClient:
+        if self.ingest_setting is None:
+            raise RuntimeError("the ingest store is not open")
+        # ILP over HTTP, as load(): answered after the commit, with errors; protocol 2 sends
+        # doubles in binary; retry_timeout=0: a failed write is an error, never sent twice;
+        # no auto-flush: each write() flushes itself.
+        sender = Sender.from_conf(
+            f"http::addr={LOOPBACK}:{self.ports['http']};protocol_version=2;retry_timeout=0;"
+            f"auto_flush=off;request_timeout={ILP_REQUEST_TIMEOUT_MS};")
+        sender.establish()
+        return _Writer(self, sender)
+
+    def ingest_read(self, table: str, sym: str) -> pa.Table:
+        return self._export(bind(INGEST_READ[table], {"sym": sym}), keep=True).cast(SCHEMAS[table])
+
+    def ingest_count(self, table: str) -> int:
+        """The rows of ``table`` visible now: those of the WAL transactions applied so far."""
+        return int(self._exec(INGEST_COUNT[table], keep=True)["dataset"][0][0])
+
+    def ingest_latest(self) -> pa.Table:
+        return self._export(INGEST_LATEST, keep=True)
+
+    def ingest_close(self) -> None:
+        """Close the read connections (writers close their own); the tables stay."""
+        for conn in getattr(self, "_reader_conns", []):
+            conn.close()
+        self._reader_conns = []
+        self._readers = threading.local()
+        self.ingest_setting = None
+
     # ---- SE / settings ---------------------------------------------------------------------
 
     def storage_bytes(self) -> dict[str, int]:
@@ -473,7 +713,7 @@ class Adapter(Engine):
     def settings(self) -> dict[str, Any]:
         keys = {"cairo.commit.mode", "cairo.wal.enabled.default", "shared.worker.count",
                 "cairo.sql.jit.mode", "cairo.sql.parallel.groupby.enabled", "query.timeout",
-                "cairo.max.uncommitted.rows"}
+                "cairo.max.uncommitted.rows", "http.export.connection.limit"}
         params = {r["property_path"]: r["value"] for r in self._rows("SHOW PARAMETERS")
                   if r["property_path"] in keys}
         return {"version": VERSION, "jvm_heap": HEAP, "wal": True, "load": "ILP over HTTP (protocol 2)",

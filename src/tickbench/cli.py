@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -50,7 +51,8 @@ err = Console(stderr=True)
 
 
 def fail(message: str) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    # escape(): a reason may hold brackets (an engine's error, ``tickbench[kdb]``), not markup.
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(2)
 
 
@@ -148,6 +150,7 @@ def run_cmd(
         check_engines(names)
         check_suite(suite)
         check_seed(seed)
+        _check_available(names)
         if repetitions < 1:
             raise RunError(f"--repetitions {repetitions}: must be at least 1")
         if timeout <= 0:
@@ -177,6 +180,17 @@ def run_cmd(
         _run_and_report(cfg)
     except (DatasetError, RunError, ResultsError) as exc:
         raise fail(str(exc)) from None
+
+
+def _check_available(names: list[str]) -> None:
+    """An engine that cannot run here is recorded as unavailable in each of its cells; say so
+    now, and refuse a run in which no engine can run at all."""
+    down = [a for a in map(availability, names) if not a.available]
+    if len(down) == len(names):
+        raise RunError("; ".join(f"--engines {a.name}: {a.reason}" for a in down))
+    for a in down:
+        err.print(f"[yellow]note:[/yellow] {escape(a.name)} is not available here and is recorded as such: "
+                  f"{escape(a.reason)}", highlight=False, soft_wrap=True)
 
 
 def _run_and_report(cfg: RunConfig) -> None:
@@ -311,7 +325,7 @@ def engines_cmd() -> None:
     for name, info in engine_infos().items():
         a = availability(name)
         table.add_row(name, info.kind, "[green]yes[/green]" if a.available else "[red]no[/red]",
-                      a.version if a.available else a.reason)
+                      escape(a.version if a.available else a.reason))
     console.print(table)
 
 

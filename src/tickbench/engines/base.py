@@ -169,6 +169,12 @@ class Engine(ABC):
     def query_text(self, qid: str) -> str:
         return self.info.query_text(qid)
 
+    def set_params(self, params: QueryParams) -> None:
+        """Bind new query parameters to the loaded data (the scaling suite rebinds the time
+        ranges); an adapter that materialised parameters at load (e.g. a probe-time table)
+        writes them again."""
+        self.params = params
+
     # -- optional capability: ingest (tick-latency, stream and durability suites) ----------
     # An engine takes part by overriding these; one that cannot says why in engine.toml's
     # [unsupported] under the suite's name.

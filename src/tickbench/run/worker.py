@@ -181,7 +181,7 @@ def _handle_beyond(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, A
         return durability.recover(adapter, Path(msg["store"]), msg["setting"], Path(msg["ack_log"]))
     if op == "params":
         # Scaling rebinds the queries' ranges; the loaded data stays as it is.
-        adapter.params = params_from_dict(msg["params"])
+        adapter.set_params(params_from_dict(msg["params"]))
         return {}
     if op == "start_shared":
         # No pids reported: a client attached to another worker's server must not kill it.

@@ -11,34 +11,43 @@ comments that tell the adapter how to turn InfluxDB's series into the SPEC's col
 * ``-- sort: sym, side, bucket`` makes the adapter sort the rows by these (renamed) columns:
   InfluxQL orders only by time, and returns series ordered by their tag set, whose keys are
   sorted by name (``side=…,sym=…``), so GROUP BY sym, side comes back side first.
+
+The ingest capability (tick-latency, stream and durability suites) writes line protocol built
+row by row to a database of its own per ingest store, over one keep-alive HTTP connection per
+writer; a write returns on InfluxDB's 204, which comes only after the WAL entry holding the
+points has been fsynced (see :data:`WAL_FSYNC_DELAYS`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
 import http.client
 import json
 import os
 import pwd
 import re
+import secrets
 import shutil
 import stat
 import string
 import subprocess
+import threading
 import urllib.parse
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from tickbench.data.schema import SCHEMAS, book_level_columns
-from tickbench.engines.base import Engine, EngineUnavailable, LoadFigures
+from tickbench.engines.base import Engine, EngineUnavailable, IngestClient, LoadFigures
 from tickbench.engines.server import (
     LOOPBACK,
     ServerProcess,
@@ -63,6 +72,29 @@ HEADER = re.compile(r"^--\s*(columns|probe|sort):\s*(.*)$")
 BATCH_BYTES = 4 << 20  # line protocol per /write request
 WRITERS = 3  # concurrent /write requests: the server parses each request on one core
 SETTLE_TIMEOUT_S = 3600.0
+INGEST_MARKER = "influxdb-ingest"  # in an ingest store's directory: JSON naming its database
+INGEST_PREFIX = "ingest_"  # ingest databases are ingest_<random hex>, one per store
+# The durability settings: the server's [data] wal-fsync-delay, read only at startup.
+#
+# Why both are durable, from InfluxDB 1.8.10's source (tsdb/engine/tsm1/engine.go and wal.go):
+# Engine.WritePoints puts the points in the cache, then calls WAL.WriteMulti -> writeToLog,
+# which encodes the entry, appends it to the segment writer's 16 KB bufio buffer under the
+# WAL lock, queues a waiter channel, calls scheduleSync and then blocks on that channel.
+# The sync goroutine runs at once (delay 0) or on each tick of a ticker of the delay's period,
+# and WAL.sync() flushes the bufio buffer into the segment file and fsyncs it, then answers
+# every queued waiter. Only then does WritePoints return, and the HTTP handler answers 204
+# after it (services/httpd/handler.go). So an acknowledged point is in the WAL file on disk
+# under either setting; the delay only lets one fsync cover the writes of several clients,
+# each waiting up to the delay for it (a lone writer waits the whole delay every write).
+WAL_FSYNC_DELAYS = {"wal-fsync-delay=0s": "0s", "wal-fsync-delay=100ms": "100ms"}
+INGEST_COUNT = {"trades": "SELECT count(price) FROM trades", "book": "SELECT count(b1price) FROM book"}
+INGEST_READ = {
+    "trades": 'SELECT "exchange", "sym", "side", price, amount, trade_id FROM trades WHERE "sym" = $sym',
+    "book": 'SELECT "exchange", "sym", ' + ", ".join(book_level_columns()) + ' FROM book WHERE "sym" = $sym',
+}
+# A selector alone returns the time of the point it picked, and the other fields named beside
+# it come from that same point (two selectors would both get time 0 instead).
+INGEST_LATEST = 'SELECT last(b1price) AS b1price, a1price FROM book GROUP BY "sym"'
 
 
 def bin_dir() -> Path:
@@ -72,6 +104,25 @@ def bin_dir() -> Path:
 class Adapter(Engine):
     server: ServerProcess | None = None
     http_port: int = 0
+    #: [data] wal-fsync-delay of the server start() runs (an ingest durability setting's).
+    wal_fsync_delay: str = "0s"
+    ingest_durability: ClassVar[dict[str, str]] = {
+        "wal-fsync-delay=0s": (
+            "InfluxDB's default: each write's WAL entry is flushed and fsynced at once, and the "
+            "write is acknowledged (HTTP 204) after the fsync; no acknowledged row is lost when "
+            "the server is killed"),
+        "wal-fsync-delay=100ms": (
+            "the WAL fsyncs at most every 100 ms (the upper end of InfluxData's advice for "
+            "slow disks), one fsync for every write waiting; each write is still acknowledged "
+            "only after the fsync covering it, so none acknowledged is lost, and a write waits "
+            "up to 100 ms longer"),
+    }
+    #: Both: a write is acknowledged only once its WAL entry is fsynced (see WAL_FSYNC_DELAYS).
+    ingest_durable: ClassVar[frozenset[str]] = frozenset(ingest_durability)
+    ingest_db: str | None = None  # the open ingest store's database
+    _ties: _Ties
+    _readers: threading.local  # per thread: its keep-alive connection for ingest queries
+    _reader_conns: list[_Session]  # every reader connection, to close them
 
     # -- installation -------------------------------------------------------------------
 
@@ -121,7 +172,8 @@ class Adapter(Engine):
         while rpc_port == self.http_port:
             rpc_port = free_port()
         conf = self.root / "influxd.toml"
-        conf.write_text(CONFIG.substitute(root=self.root, http_port=self.http_port, rpc_port=rpc_port))
+        conf.write_text(CONFIG.substitute(root=self.root, http_port=self.http_port, rpc_port=rpc_port,
+                                          wal_fsync_delay=self.wal_fsync_delay))
         user = ensure_service_user()
         if user is not None:  # influxd runs as the service user: it enters the workdir
             self.workdir.chmod(self.workdir.stat().st_mode | stat.S_IXOTH)
@@ -158,13 +210,16 @@ class Adapter(Engine):
     def _ping(self) -> bool:
         return self._request("GET", "/ping")[0] == 204
 
-    def _query(self, q: str, db: str = DB, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def _query(self, q: str, db: str = DB, params: dict[str, Any] | None = None,
+               session: _Session | None = None) -> list[dict[str, Any]]:
         """POST ``q`` (one or more statements) and return the per-statement results;
-        raise on any error. Times come back as integer nanoseconds (``epoch=ns``)."""
+        raise on any error. Times come back as integer nanoseconds (``epoch=ns``). Sent over
+        ``session`` when given, else over a connection of its own."""
         form = {"q": q, "db": db, "epoch": "ns"}
         if params:
             form["params"] = json.dumps(params)
-        status, raw = self._request(
+        request = session.request if session is not None else self._request
+        status, raw = request(
             "POST", "/query", urllib.parse.urlencode(form).encode(),
             {"Content-Type": "application/x-www-form-urlencoded"})
         doc = json.loads(raw)
@@ -312,6 +367,111 @@ class Adapter(Engine):
                          header.probe[0] if header.probe else None, probes)
         return table.sort_by([(c, "ascending") for c in header.sort]) if header.sort else table
 
+    # -- ingest (tick-latency, stream and durability suites) ------------------------------
+
+    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+        """The ingest store is a database ``ingest_<random hex>`` of this server, named by a
+        marker file in ``store``: a store whose marker names a database of this server (same
+        root) reopens it as it is; any other store gets a new, empty database, and the ingest
+        databases of earlier stores are dropped (they would hold the server's memory and disk).
+
+        ``durability`` is a setting of :attr:`ingest_durability`; wal-fsync-delay is
+        server-wide and read only at startup, so the server is restarted over the same
+        directories (the loaded query data stay; the pid and port change) when the setting
+        asked for is not the one it runs with."""
+        setting = durability or next(iter(self.ingest_durability))
+        if setting not in WAL_FSYNC_DELAYS:
+            raise ValueError(f"unknown durability setting {setting!r}; known: {', '.join(WAL_FSYNC_DELAYS)}")
+        self.ingest_close()
+        if self.server is None:
+            raise RuntimeError("InfluxDB is not started")
+        if WAL_FSYNC_DELAYS[setting] != self.wal_fsync_delay:
+            self.stop()
+            self.wal_fsync_delay = WAL_FSYNC_DELAYS[setting]
+            self.start()
+        marker = store / INGEST_MARKER
+        root = str(self.root.resolve())
+        try:
+            recorded = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            recorded = None
+        databases = self._databases()
+        if isinstance(recorded, dict) and recorded.get("root") == root and recorded.get("database") in databases:
+            db = str(recorded["database"])
+            # Trades written from now on take seq tags above every one the store holds, so
+            # none replaces a trade written before the reopening (the tie registry is new).
+            first_seq = self._max_seq(db) + 1
+        else:
+            for old in databases:
+                if old.startswith(INGEST_PREFIX):
+                    self._query(f'DROP DATABASE "{old}"', db="")
+            db = INGEST_PREFIX + secrets.token_hex(6)
+            self._create(db)
+            first_seq = 0
+        store.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({"root": root, "database": db}))
+        self.ingest_db = db
+        self._ties = _Ties(first_seq)
+        self._readers = threading.local()
+        self._reader_conns = []
+
+    def _databases(self) -> list[str]:
+        series = self._query("SHOW DATABASES", db="")[0].get("series", [])
+        return [str(row[0]) for s in series for row in s.get("values") or []]
+
+    def _max_seq(self, db: str) -> int:
+        """The largest ``seq`` tag of ``db``'s trades (-1 when it has none)."""
+        series = self._query('SHOW TAG VALUES FROM trades WITH KEY = "seq"', db=db)[0].get("series", [])
+        return max((int(row[1]) for s in series for row in s.get("values") or []), default=-1)
+
+    def _ingest_query(self, q: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """``q`` on the ingest store over this thread's keep-alive connection (the stream suite
+        polls counts and snapshots from two threads while writers write)."""
+        if self.ingest_db is None:
+            raise RuntimeError("the ingest store is not open")
+        session: _Session | None = getattr(self._readers, "session", None)
+        if session is None:
+            session = _Session(self.http_port)
+            self._readers.session = session
+            self._reader_conns.append(session)
+        return self._query(q, db=self.ingest_db, params=params, session=session)
+
+    def ingest_client(self) -> IngestClient:
+        if self.ingest_db is None:
+            raise RuntimeError("the ingest store is not open")
+        return _Writer(_Session(self.http_port), self.ingest_db, self._ties)
+
+    def ingest_read(self, table: str, sym: str) -> pa.Table:
+        """``sym``'s rows, ordered by (ts, trade_id) for trades: InfluxDB returns the merged
+        series (venues, sides, seq tags) in time order, but ties on a time in series order."""
+        series = self._ingest_query(INGEST_READ[table], {"sym": sym})[0].get("series", [])
+        out = _ingest_table(table, series)
+        order = [("ts", "ascending")] + ([("trade_id", "ascending")] if table == "trades" else [])
+        return out.sort_by(order)
+
+    def ingest_count(self, table: str) -> int:
+        """Points of ``table``'s measurement now, which are its rows: a point is in the cache,
+        and visible, before its write is acknowledged, and no trade replaced another."""
+        series = self._ingest_query(INGEST_COUNT[table])[0].get("series", [])
+        return sum(int(s["values"][0][1]) for s in series)
+
+    def ingest_latest(self) -> pa.Table:
+        series = self._ingest_query(INGEST_LATEST)[0].get("series", [])
+        rows = sorted((s["tags"]["sym"], *s["values"][0]) for s in series)
+        cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
+        ts_type = SCHEMAS["book"].field("ts").type
+        return pa.table([pa.array(cols[0], pa.string()), pa.array(cols[1], pa.int64()).cast(ts_type),
+                         pa.array(cols[2], pa.float64()), pa.array(cols[3], pa.float64())],
+                        names=["sym", "ts", "b1price", "a1price"])
+
+    def ingest_close(self) -> None:
+        """Close the read connections (writers close their own); the database stays."""
+        for session in getattr(self, "_reader_conns", []):
+            session.close()
+        self._reader_conns = []
+        self._readers = threading.local()
+        self.ingest_db = None
+
     def settings(self) -> dict[str, Any]:
         keys = ("index-version", "wal-fsync-delay", "cache-snapshot-write-cold-duration",
                 "compact-full-write-cold-duration", "max-concurrent-compactions")
@@ -320,8 +480,129 @@ class Adapter(Engine):
         out: dict[str, Any] = {k: found.get(k, "default") for k in keys}
         out.update({"shard_duration": "1d", "batch_bytes": BATCH_BYTES, "writers": WRITERS,
                     "trade_ties": "tag seq = rank of the trade among those with the same "
-                                  "(exchange, sym, side, ts)"})
+                                  "(exchange, sym, side, ts)",
+                    "ingest": "line protocol over HTTP /write, one keep-alive connection per writer; "
+                              "a database per ingest store; trade ties: seq tag from a registry of "
+                              "(exchange, sym, side, ts)"})
         return out
+
+
+# -- ingest -----------------------------------------------------------------------------------
+
+class _Session:
+    """One keep-alive HTTP connection to influxd, used by one thread at a time. A request that
+    fails raises; it is never sent again (http.client reconnects only for the next request)."""
+
+    def __init__(self, port: int) -> None:
+        self.conn = http.client.HTTPConnection(LOOPBACK, port, timeout=None)
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+        try:
+            self.conn.request(method, path, body=body, headers=headers or {})
+            resp = self.conn.getresponse()
+            return resp.status, resp.read()
+        except BaseException:
+            self.conn.close()  # a half-read response must not be taken for the next one's
+            raise
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.close()
+
+
+class _Ties:
+    """The ``seq`` tag of each ingested trade: how many trades with the same (exchange, sym,
+    side, ts) the store took before it, plus ``first`` (above every seq of a reopened store).
+
+    InfluxDB keeps one point per series and time, so trades tied on all four would replace
+    each other. Ties can reach the store in different writes and from different writers (the
+    stream suite replays a day in which about a quarter of the trades tie), so the count is
+    kept for the store, across its writers, under a lock. It holds one entry per distinct
+    (exchange, sym, side, ts) written since the store was opened."""
+
+    def __init__(self, first: int = 0) -> None:
+        self.first = first
+        self.lock = threading.Lock()
+        self.seen: dict[tuple[str, str, str], dict[int, int]] = {}
+
+    def seqs(self, rows: Sequence[tuple[Any, ...]]) -> list[int]:
+        out = []
+        with self.lock:
+            for r in rows:
+                times = self.seen.get((r[1], r[2], r[3]))
+                if times is None:
+                    times = self.seen[(r[1], r[2], r[3])] = {}
+                n = times.get(r[0], 0)
+                times[r[0]] = n + 1
+                out.append(self.first + n)
+        return out
+
+
+@functools.cache
+def _esc(tag: str) -> str:
+    """A tag value escaped for line protocol (commas, spaces and equals signs)."""
+    return tag.replace(",", "\\,").replace(" ", "\\ ").replace("=", "\\=")
+
+
+# Floats print with repr (shortest round-trip, scientific notation for very large or small
+# values, which line protocol accepts), so they read back equal; trade_id is an integer field.
+_TRADE_LINE = "trades,exchange={},sym={},side={},seq={} price={!r},amount={!r},trade_id={}i {}\n"
+_BOOK_LINE = "book,exchange={},sym={} " + ",".join(f"{c}={{!r}}" for c in book_level_columns()) + " {}\n"
+
+
+def ingest_lines(table: str, rows: Sequence[tuple[Any, ...]], ties: _Ties) -> bytes:
+    """Line protocol for ``rows`` (SPEC order, ``ts`` in integer ns) of ``table``, as
+    :func:`line_batches` writes the query data (book rows are unique per (exchange, sym, ts)
+    by SPEC §1, so only trades need a ``seq`` tag)."""
+    if table == "trades":
+        text = "".join(_TRADE_LINE.format(_esc(r[1]), _esc(r[2]), _esc(r[3]), s, float(r[4]), float(r[5]), r[6], r[0])
+                       for r, s in zip(rows, ties.seqs(rows), strict=True))
+    elif table == "book":
+        text = "".join(_BOOK_LINE.format(_esc(r[1]), _esc(r[2]), *map(float, r[3:]), r[0]) for r in rows)
+    else:
+        raise ValueError(f"unknown table {table!r}")
+    return text.encode()
+
+
+class _Writer(IngestClient):
+    """One writer: each write is one POST of line protocol to /write, acknowledged by HTTP 204
+    once every point is in the cache and its WAL entry fsynced."""
+
+    def __init__(self, session: _Session, db: str, ties: _Ties) -> None:
+        self.session, self.ties = session, ties
+        self.path = f"/write?db={db}&precision=ns"
+
+    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        status, raw = self.session.request("POST", self.path, ingest_lines(table, rows, self.ties))
+        if status != 204:
+            raise RuntimeError(f"InfluxDB write failed ({status}): {raw[:500]!r}")
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def _ingest_table(table: str, series: list[dict[str, Any]]) -> pa.Table:
+    """``table``'s SPEC schema from the series of an ``INGEST_READ`` result (tags and fields
+    selected as columns; JSON numbers may come back as integers, e.g. 1 for 1.0)."""
+    schema = SCHEMAS[table]
+    values = [row for s in series for row in s.get("values") or []]
+    if series:
+        names = series[0]["columns"]
+        pos = {("ts" if n == "time" else n): i for i, n in enumerate(names)}
+    else:
+        pos = {n: 0 for n in schema.names}
+    cols = list(zip(*values, strict=True)) if values else [()] * len(pos)
+    arrays = []
+    for f in schema:
+        data = cols[pos[f.name]]
+        if f.name == "ts":
+            arrays.append(pa.array(data, pa.int64()).cast(f.type))
+        else:
+            arrays.append(pa.array(data, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 # -- line protocol ----------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from tickbench.engines.server import (
     free_port,
     tools_dir,
 )
+from tickbench.suites.published import QueryParams
 
 VERSION = "9.3.4"  # the newest org.questdb:questdb that resolves from Maven
 ARTIFACT = f"org.questdb:questdb:{VERSION}"
@@ -495,12 +496,25 @@ class Adapter(Engine):
         with self._sender() as sender:
             for table in TABLES:
                 self._send_parquet(sender, table, table, days)
-            for qid, times in (("O-T", self.params.ot_times), ("O-NBBO", self.params.nbbo_times)):
-                for t in times:
-                    sender.row("probes", symbols={"qid": qid}, at=TimestampNanos(t))
+            self._send_probes(sender)
             sender.flush()
         self._wait_applied((*TABLES, "probes"))
         return self._count(TABLES)
+
+    def _send_probes(self, sender: Sender) -> None:
+        for qid, times in (("O-T", self.params.ot_times), ("O-NBBO", self.params.nbbo_times)):
+            for t in times:
+                sender.row("probes", symbols={"qid": qid}, at=TimestampNanos(t))
+
+    def set_params(self, params: QueryParams) -> None:
+        """New parameters (the scaling suite's spans): the probe times live in the ``probes``
+        table, so it is written again."""
+        self.params = params
+        self._create("probes", "probes")
+        with self._sender() as sender:
+            self._send_probes(sender)
+            sender.flush()
+        self._wait_applied(("probes",))
 
     def run_query(self, qid: str) -> pa.Table:
         return self._export(bind(self.query_text(qid), self.params.bindings()))

@@ -1,0 +1,82 @@
+"""The suites beyond the paper on the other engines the issue names (chDB, PostgreSQL,
+QuestDB) at a reduced matrix: every cell ok and verified, rows written = rows read back.
+DuckDB's runs, and the suites' own properties, are in test_suites_beyond.py."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tickbench.data.dataset import Dataset
+from tickbench.engines.base import EngineUnavailable
+from tickbench.engines.registry import adapter_class, engine_infos
+from tickbench.results import Results
+from tickbench.run.beyond import concurrency_model
+from tickbench.run.published import Protocol
+from tickbench.run.session import RunConfig, run
+from tickbench.suites.beyond import BeyondOptions
+from tickbench.suites.published import QUERY_IDS
+
+pytestmark = [pytest.mark.slow, pytest.mark.server]
+
+SMALL = BeyondOptions(tick_matrix=((2, 200),), tick_reps=1, tick_batch=100, stream_rates=(1000, None),
+                      stream_writers=(2,), stream_seconds=2.0, concurrency_clients=(1, 2),
+                      concurrency_seconds=2.0, scaling_factor=2.0, scaling_spans=("day", "week"))
+
+
+@pytest.fixture(params=["chdb", "postgres", "questdb"])
+def engine(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    try:
+        adapter_class(name).probe()
+    except EngineUnavailable as exc:
+        pytest.skip(f"{name} is not installed here ({exc}); `tickbench install {name}`")
+    return name
+
+
+@pytest.fixture
+def out() -> Iterator[Path]:
+    # Not under pytest's tmp_path: server engines run as the unprivileged service user.
+    d = Path(tempfile.mkdtemp(prefix="tickbench-suites-"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _run(tiny: Dataset, out: Path, engine: str, suite: str) -> Results:
+    return run(RunConfig(engines=[engine], data=tiny.root, out=out / suite, seed=7, suite=suite,
+                         protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
+                         verify_dataset=False, beyond=SMALL))
+
+
+def test_every_suite_runs_verified(engine: str, tiny: Dataset, out: Path) -> None:
+    tick = _run(tiny, out, engine, "tick-latency").records
+    assert len(tick) == 2
+    for rec in tick:
+        assert rec.status == "ok" and rec.verified, (rec.benchmark, rec.reason)
+        assert rec.figures["written"] == rec.figures["read"] == 400
+
+    stream = _run(tiny, out, engine, "stream").records
+    assert [r.benchmark for r in stream] == ["stream/rate=1000/writers=2", "stream/rate=max/writers=2"]
+    for rec in stream:
+        f = rec.figures
+        assert rec.status == "ok", (rec.benchmark, rec.reason)
+        assert f["written"] == f["read"] == f["counted"] > 0 and f["read_by_table"] == f["written_by_table"]
+
+    conc = _run(tiny, out, engine, "concurrency").records
+    for rec in conc:
+        assert rec.status == "ok" and rec.verified, (rec.benchmark, rec.reason)
+        # Server engines' clients are separate processes on the one running server.
+        kind = engine_infos()[engine].kind
+        assert rec.figures["model"] == ("processes" if kind == "server" else concurrency_model(engine))
+        assert rec.figures["queries"] > 0
+
+    scaling = _run(tiny, out, engine, "scaling").records
+    assert len(scaling) == len(QUERY_IDS)
+    for rec in scaling:
+        assert rec.status == "ok" and rec.verified, (rec.benchmark, rec.reason)
+        assert len(rec.figures["points"]) == 4

@@ -2,7 +2,8 @@
 
 Layout: see :mod:`tickbench.engines.arcticdb.layout` (one symbol per (table, instrument), time
 index). Writes go through the DataFrame API (pandas frames indexed by ``ts``) in chunks of whole
-segments; reads come back as Polars (``output_format="POLARS"``).
+segments; reads come back as Polars (``output_format="POLARS"``). The ingest capability
+(tick-latency, stream, durability) keeps a store of its own: :mod:`tickbench.engines.arcticdb.ingest`.
 
 Query contract: ``queries/<ID>.py`` starts with a one-line docstring saying which part runs in
 ArcticDB (``QueryBuilder: …``) and which in Polars (``Polars: …``) — :meth:`Adapter.query_notes`
@@ -22,7 +23,7 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import arcticdb as adb
 import pandas as pd
@@ -34,15 +35,14 @@ from arcticdb.version_store.library import Library
 
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS
-from tickbench.engines.arcticdb.layout import LIBRARY, TABLES, Store, symbol_name
-from tickbench.engines.base import Engine, LoadFigures
+from tickbench.engines.arcticdb.ingest import PRUNE, IngestStore, Writer
+from tickbench.engines.arcticdb.layout import LIBRARY, SORT_KEYS, TABLES, Store, symbol_name
+from tickbench.engines.base import Engine, IngestClient, LoadFigures
 from tickbench.suites.published import QueryParams
 
 OPTIONS = adb.LibraryOptions(rows_per_segment=100_000, columns_per_segment=127)
 # Rows per write/append: whole segments, so appends never leave a part-filled segment behind.
 CHUNK_ROWS = 10 * OPTIONS.rows_per_segment
-# Row order inside a symbol: ties on ts in trade_id order (C-VT's "last trade" rule).
-SORT_KEYS = {"trades": ["ts", "trade_id"], "book": ["ts", "exchange"]}
 QueryFn = Callable[[Store, dict[str, Any]], pl.DataFrame]
 
 
@@ -120,6 +120,14 @@ def lmdb_bytes(root: Path) -> dict[str, int]:
 class Adapter(Engine):
     ac: adb.Arctic | None = None
     store: Store | None = None
+    ingest: IngestStore | None = None
+    # ArcticDB's LMDB URI takes only map_size and opens the environment with MDB_NOTLS alone, so
+    # there is no sync setting to compare: LMDB's default commit, which fsyncs before returning.
+    ingest_durability: ClassVar[dict[str, str]] = {
+        "default": "each write's new version is committed to LMDB (transactions fsynced at commit) before it returns"}
+    # An append returns after the LMDB transaction publishing its version has committed; a killed
+    # process cannot take a committed transaction back, so no acknowledged row is lost.
+    ingest_durable: ClassVar[frozenset[str]] = frozenset({"default"})
 
     def __init__(self, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
         super().__init__(workdir, dataset, params)
@@ -241,6 +249,38 @@ class Adapter(Engine):
         del ac, lib
         return lmdb_bytes(root)
 
+    # -- ingest (tick-latency, stream, durability): see ingest.py and README "Ingest" ----------
+
+    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+        """Open (or create) the ingest store: an ArcticDB library of its own under ``store``."""
+        if durability is not None and durability not in self.ingest_durability:
+            raise ValueError(f"unknown durability setting {durability!r}; known: {', '.join(self.ingest_durability)}")
+        if self.ingest is not None:
+            raise RuntimeError("an ingest store is already open")
+        self.ingest = IngestStore(store)
+
+    def _ingest(self) -> IngestStore:
+        if self.ingest is None:
+            raise RuntimeError("the ingest store is not open")
+        return self.ingest
+
+    def ingest_client(self) -> IngestClient:
+        return Writer(self._ingest())
+
+    def ingest_read(self, table: str, sym: str) -> pa.Table:
+        return self._ingest().read(table, sym)
+
+    def ingest_count(self, table: str) -> int:
+        return self._ingest().count(table)
+
+    def ingest_latest(self) -> pa.Table:
+        return self._ingest().latest()
+
+    def ingest_close(self) -> None:
+        if self.ingest is not None:
+            self.ingest.close()
+            self.ingest = None
+
     def settings(self) -> dict[str, Any]:
         store = self._store()
         opts = store.lib.options()
@@ -252,5 +292,6 @@ class Adapter(Engine):
             "encoding_version": str(opts.encoding_version),
             "layout": "one symbol per (table, instrument), ts index",
             "write_chunk_rows": CHUNK_ROWS,
+            "ingest_prune_previous_versions": PRUNE,
         }
 

@@ -18,6 +18,8 @@ from arcticdb.version_store.library import Library
 
 LIBRARY = "tickbench"
 TABLES = ("trades", "book")
+# Row order inside a symbol: ties on ts in trade_id order (C-VT's "last trade" rule).
+SORT_KEYS = {"trades": ["ts", "trade_id"], "book": ["ts", "exchange"]}
 
 
 def symbol_name(table: str, sym: str) -> str:

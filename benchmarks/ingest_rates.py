@@ -42,8 +42,12 @@ def stream(engine: str, data: Path, out: Path, rates: tuple[int | None, ...], wr
                                                  stream_seconds=seconds)))
     bad = [r for r in results.records if r.status != "ok"]
     if bad:
-        raise SystemExit(f"{engine}: {bad[0].benchmark} {bad[0].status}: {bad[0].reason}")
+        raise CellFailed(f"{bad[0].benchmark} {bad[0].status}: {bad[0].reason.splitlines()[0][:200]}")
     return results.records
+
+
+class CellFailed(Exception):
+    """A stream cell that did not finish ok: the engine's row says so, the others go on."""
 
 
 def met(rec: Record, target: int) -> bool:
@@ -80,7 +84,12 @@ def main() -> None:
     Dataset.open(data)
     env = capture()
     load = os.getloadavg()
-    rows = [measure(e.strip(), data, args.out, args.writers, args.seconds) for e in args.engines.split(",")]
+    rows = []
+    for engine in (e.strip() for e in args.engines.split(",")):
+        try:
+            rows.append(measure(engine, data, args.out, args.writers, args.seconds))
+        except CellFailed as exc:
+            rows.append({"engine": engine, "error": str(exc)})
     lines = [
         f"Stream suite, {args.writers} writer(s), cells of at most {args.seconds:g} s, bulk day of scale "
         f"{args.scale:g}; {env.cpu}, {env.cores} cores, {env.memory_bytes / 2**30:.0f} GiB, {platform.system()}; "
@@ -91,6 +100,9 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['engine']} | {r['error'].replace('|', '/')} | | | | | | |")
+            continue
         if r["sustained"] is None:
             lines.append(f"| {r['engine']} | {r['max']:,.0f} | no target met | | | | | |")
             continue

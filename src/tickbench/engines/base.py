@@ -109,7 +109,8 @@ class Engine(ABC):
     info: EngineInfo
 
     def __init__(self, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
-        self.workdir = workdir
+        # Absolute: a server started with another working directory must find its files.
+        self.workdir = workdir.resolve()
         self.dataset = dataset
         self.params = params
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,16 @@ def _servers_can_reach_tmp_path(request: pytest.FixtureRequest) -> None:
     if "tmp_path" in request.fixturenames:
         path: Path = request.getfixturevalue("tmp_path")
         path.chmod(path.stat().st_mode | 0o011)
+
+
+@pytest.fixture
+def server_tmp() -> Iterator[Path]:
+    """A fresh directory for a server engine's data: short (a server's Unix socket path has a
+    length limit) and readable by the unprivileged service user the server runs as."""
+    d = Path(tempfile.mkdtemp(prefix="tickbench-test-"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

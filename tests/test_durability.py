@@ -4,9 +4,6 @@ a durable setting is caught (not reported as a time)."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -14,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from tickbench.data.dataset import Dataset
-from tickbench.data.schema import SCHEMAS
+from tickbench.data.schema import rows_to_table
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.registry import adapter_class
 from tickbench.report import html
@@ -38,12 +35,7 @@ def _run(tiny: Dataset, out: Path, engine: str) -> Results:
 
 def _rows(ids: list[int]) -> pa.Table:
     syms = tick_syms(SYMS)
-    rows = [_tick_row(i, syms) for i in ids]
-    cols = list(zip(*rows, strict=True))
-    schema = SCHEMAS["trades"]
-    arrays = [pa.array(cols[0], pa.int64()).cast(schema.field("ts").type)]
-    arrays += [pa.array(c, schema.field(k + 1).type) for k, c in enumerate(cols[1:])]
-    return pa.Table.from_arrays(arrays, schema=schema)
+    return rows_to_table("trades", [_tick_row(i, syms) for i in ids])
 
 
 def test_compare_counts_lost_changed_duplicated_and_in_flight() -> None:
@@ -111,24 +103,15 @@ def test_lost_row_under_a_durable_setting_is_wrong(tiny: Dataset, tmp_path: Path
     assert rec.figures["lost"] >= 1
 
 
-@pytest.fixture
-def server_out() -> Iterator[Path]:
-    # Not under pytest's tmp_path: the server runs as the unprivileged service user.
-    d = Path(tempfile.mkdtemp(prefix="tickbench-durability-"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
 @pytest.mark.server
 @pytest.mark.parametrize("engine", ["postgres", "questdb"])
-def test_server_killed_and_recovered(engine: str, tiny: Dataset, server_out: Path) -> None:
+def test_server_killed_and_recovered(engine: str, tiny: Dataset, server_tmp: Path) -> None:
     try:
         adapter_class(engine).probe()
     except EngineUnavailable as exc:
         pytest.skip(f"{engine} is not installed here ({exc}); `tickbench install {engine}`")
     before = {p.pid for p in psutil.process_iter()}
-    results = _run(tiny, server_out / "r", engine)
+    results = _run(tiny, server_tmp / "r", engine)
     _check_cells(results, engine)
     for rec in results.records:
         # The writers saw their server die (a connection error), not a clean end.

@@ -5,10 +5,7 @@ up in time (each refused with a message naming it and what to do, nothing left r
 
 from __future__ import annotations
 
-import shutil
 import socket
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -35,29 +32,20 @@ def _postgres_installed() -> None:
         pytest.skip(f"PostgreSQL is not installed here ({exc}); `tickbench install postgres`")
 
 
-@pytest.fixture
-def out() -> Iterator[Path]:
-    # Not under pytest's tmp_path: the server runs as the unprivileged service user.
-    d = Path(tempfile.mkdtemp(prefix="tickbench-fail-"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
 def _postgres_processes() -> set[int]:
     return {p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"}
 
 
-def _run(tiny: Dataset, out: Path, engines: list[str]) -> Results:
-    return run(RunConfig(engines=engines, data=tiny.root, out=out / "r", seed=7,
+def _run(tiny: Dataset, server_tmp: Path, engines: list[str]) -> Results:
+    return run(RunConfig(engines=engines, data=tiny.root, out=server_tmp / "r", seed=7,
                          protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
                          verify_dataset=False))
 
 
-def test_server_killed_mid_query(tiny: Dataset, out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_server_killed_mid_query(tiny: Dataset, server_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = _postgres_processes()
     monkeypatch.setenv(FAULTS_ENV, "postgres:kill_server=O-S")
-    results = _run(tiny, out, ["postgres"])
+    results = _run(tiny, server_tmp, ["postgres"])
     by_id = {r.benchmark: r for r in results.records}
     assert by_id["O-S"].status == "error" and "server process ended" in by_id["O-S"].reason
     # The server was restarted: every later query, W and SE were measured and verified.
@@ -67,10 +55,10 @@ def test_server_killed_mid_query(tiny: Dataset, out: Path, monkeypatch: pytest.M
     assert _postgres_processes() <= before, "a postgres process was left running"
 
 
-def test_server_killed_mid_load(tiny: Dataset, out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_server_killed_mid_load(tiny: Dataset, server_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = _postgres_processes()
     monkeypatch.setenv(FAULTS_ENV, "postgres:kill_server_load=0.3")
-    results = _run(tiny, out, ["postgres", "duckdb"])
+    results = _run(tiny, server_tmp, ["postgres", "duckdb"])
     pg = [r for r in results.records if r.engine == "postgres"]
     duck = [r for r in results.records if r.engine == "duckdb"]
     assert len(pg) == len(duck) == len(QUERY_IDS) + 2
@@ -79,28 +67,28 @@ def test_server_killed_mid_load(tiny: Dataset, out: Path, monkeypatch: pytest.Mo
     assert _postgres_processes() <= before, "a postgres process was left running"
 
 
-def test_port_in_use_is_named(tiny: Dataset, tiny_params: QueryParams, out: Path,
+def test_port_in_use_is_named(tiny: Dataset, tiny_params: QueryParams, server_tmp: Path,
                               monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as taken:
         taken.bind((LOOPBACK, 0))
         taken.listen()
         port = taken.getsockname()[1]
         monkeypatch.setenv("TICKBENCH_POSTGRES_PORT", str(port))
-        engine = adapter_class("postgres")(out / "pg", tiny, tiny_params)
+        engine = adapter_class("postgres")(server_tmp / "pg", tiny, tiny_params)
         with pytest.raises(EngineUnavailable, match=f"port {port}.*already in use.*TICKBENCH_POSTGRES_PORT"):
             engine.start()
         engine.stop()
         # Through a run: every cell says why, and the run goes on to write its results.
-        results = _run(tiny, out, ["postgres"])
+        results = _run(tiny, server_tmp, ["postgres"])
     assert all(r.status == "error" and f"port {port}" in r.reason for r in results.records)
-    assert (out / "r" / "results.json").is_file() and not (out / "r" / "work").exists()
+    assert (server_tmp / "r" / "results.json").is_file() and not (server_tmp / "r" / "work").exists()
 
 
-def test_server_start_timeout_is_named_and_stopped(tiny: Dataset, tiny_params: QueryParams, out: Path,
+def test_server_start_timeout_is_named_and_stopped(tiny: Dataset, tiny_params: QueryParams, server_tmp: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     before = _postgres_processes()
     monkeypatch.setenv(START_TIMEOUT_ENV, "0.05")
-    engine = adapter_class("postgres")(out / "pg", tiny, tiny_params)
+    engine = adapter_class("postgres")(server_tmp / "pg", tiny, tiny_params)
     with pytest.raises(EngineUnavailable, match=f"did not answer within 0.05 s.*{START_TIMEOUT_ENV}"):
         engine.start()
     engine.stop()

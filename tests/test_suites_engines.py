@@ -4,9 +4,6 @@ DuckDB's runs, and the suites' own properties, are in test_suites_beyond.py."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,36 +35,27 @@ def engine(request: pytest.FixtureRequest) -> str:
     return name
 
 
-@pytest.fixture
-def out() -> Iterator[Path]:
-    # Not under pytest's tmp_path: server engines run as the unprivileged service user.
-    d = Path(tempfile.mkdtemp(prefix="tickbench-suites-"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def _run(tiny: Dataset, out: Path, engine: str, suite: str) -> Results:
-    return run(RunConfig(engines=[engine], data=tiny.root, out=out / suite, seed=7, suite=suite,
+def _run(tiny: Dataset, server_tmp: Path, engine: str, suite: str) -> Results:
+    return run(RunConfig(engines=[engine], data=tiny.root, out=server_tmp / suite, seed=7, suite=suite,
                          protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
                          verify_dataset=False, beyond=SMALL))
 
 
-def test_every_suite_runs_verified(engine: str, tiny: Dataset, out: Path) -> None:
-    tick = _run(tiny, out, engine, "tick-latency").records
+def test_every_suite_runs_verified(engine: str, tiny: Dataset, server_tmp: Path) -> None:
+    tick = _run(tiny, server_tmp, engine, "tick-latency").records
     assert len(tick) == 2
     for rec in tick:
         assert rec.status == "ok" and rec.verified, (rec.benchmark, rec.reason)
         assert rec.figures["written"] == rec.figures["read"] == 400
 
-    stream = _run(tiny, out, engine, "stream").records
+    stream = _run(tiny, server_tmp, engine, "stream").records
     assert [r.benchmark for r in stream] == ["stream/rate=1000/writers=2", "stream/rate=max/writers=2"]
     for rec in stream:
         f = rec.figures
         assert rec.status == "ok", (rec.benchmark, rec.reason)
         assert f["written"] == f["read"] == f["counted"] > 0 and f["read_by_table"] == f["written_by_table"]
 
-    conc = _run(tiny, out, engine, "concurrency").records
+    conc = _run(tiny, server_tmp, engine, "concurrency").records
     for rec in conc:
         assert rec.status == "ok" and rec.verified, (rec.benchmark, rec.reason)
         # Server engines' clients are separate processes on the one running server.
@@ -75,7 +63,7 @@ def test_every_suite_runs_verified(engine: str, tiny: Dataset, out: Path) -> Non
         assert rec.figures["model"] == ("processes" if kind == "server" else concurrency_model(engine))
         assert rec.figures["queries"] > 0
 
-    scaling = _run(tiny, out, engine, "scaling").records
+    scaling = _run(tiny, server_tmp, engine, "scaling").records
     assert len(scaling) == len(QUERY_IDS)
     for rec in scaling:
         assert rec.status == "ok" and rec.verified, (rec.benchmark, rec.reason)

@@ -6,8 +6,6 @@ threads at once lose nothing."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,24 +47,16 @@ def as_rows(table: pa.Table) -> list[tuple[Any, ...]]:
     return [(t, *r) for t, *r in zip(ts, *rest, strict=True)]
 
 
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    # Not under pytest's tmp_path: server engines run as the unprivileged service user.
-    d = Path(tempfile.mkdtemp(prefix="tickbench-ingest-"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
 @pytest.fixture(params=INGEST_ENGINES)
-def engine(request: pytest.FixtureRequest, workdir: Path, tiny: Dataset, tiny_params: QueryParams) -> Iterator[Engine]:
+def engine(request: pytest.FixtureRequest, server_tmp: Path, tiny: Dataset,
+           tiny_params: QueryParams) -> Iterator[Engine]:
     name: str = request.param
     cls = adapter_class(name)
     try:
         cls.probe()
     except EngineUnavailable as exc:
         pytest.skip(f"{name} is not available here: {exc}")
-    e = cls(workdir / name, tiny, tiny_params)
+    e = cls(server_tmp / name, tiny, tiny_params)
     e.start()
     try:
         yield e
@@ -82,8 +72,8 @@ def test_every_server_engine_implements_ingest() -> None:
 
 
 @pytest.mark.server
-def test_rows_read_back_exactly(engine: Engine, workdir: Path) -> None:
-    store = workdir / "store"
+def test_rows_read_back_exactly(engine: Engine, server_tmp: Path) -> None:
+    store = server_tmp / "store"
     engine.ingest_open(store)
     client = engine.ingest_client()
     singles = [trade(i) for i in range(5)]
@@ -116,28 +106,28 @@ def test_rows_read_back_exactly(engine: Engine, workdir: Path) -> None:
 
 
 @pytest.mark.server
-def test_reopened_store_keeps_rows_and_a_new_store_is_empty(engine: Engine, workdir: Path) -> None:
-    engine.ingest_open(workdir / "one")
+def test_reopened_store_keeps_rows_and_a_new_store_is_empty(engine: Engine, server_tmp: Path) -> None:
+    engine.ingest_open(server_tmp / "one")
     client = engine.ingest_client()
     client.write("trades", [trade(i) for i in range(10)])
     client.close()
     engine.ingest_close()
 
-    engine.ingest_open(workdir / "one")
+    engine.ingest_open(server_tmp / "one")
     assert engine.ingest_count("trades") == 10
     engine.ingest_close()
 
-    engine.ingest_open(workdir / "two")
+    engine.ingest_open(server_tmp / "two")
     assert engine.ingest_count("trades") == 0 and engine.ingest_count("book") == 0
     assert engine.ingest_read("trades", "AAA").num_rows == 0
 
 
 @pytest.mark.server
-def test_every_durability_setting_writes(engine: Engine, workdir: Path) -> None:
+def test_every_durability_setting_writes(engine: Engine, server_tmp: Path) -> None:
     settings = list(engine.ingest_durability)
     assert settings, "an ingest engine says which durability settings it has"
     for k, setting in enumerate(settings):
-        engine.ingest_open(workdir / f"d{k}", setting)
+        engine.ingest_open(server_tmp / f"d{k}", setting)
         client = engine.ingest_client()
         client.write("trades", [trade(0)])
         client.write("trades", [trade(i) for i in range(1, 200)])
@@ -145,12 +135,12 @@ def test_every_durability_setting_writes(engine: Engine, workdir: Path) -> None:
         assert engine.ingest_count("trades") == 200, setting
         engine.ingest_close()
     with pytest.raises(ValueError, match="no-such-setting"):
-        engine.ingest_open(workdir / "bad", "no-such-setting")
+        engine.ingest_open(server_tmp / "bad", "no-such-setting")
 
 
 @pytest.mark.server
-def test_concurrent_writers_lose_nothing(engine: Engine, workdir: Path) -> None:
-    engine.ingest_open(workdir / "store")
+def test_concurrent_writers_lose_nothing(engine: Engine, server_tmp: Path) -> None:
+    engine.ingest_open(server_tmp / "store")
     errors: list[BaseException] = []
 
     def writer(w: int) -> None:

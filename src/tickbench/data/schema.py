@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pyarrow as pa
 
 LEVELS = 20
@@ -34,3 +37,13 @@ BOOK_SCHEMA = pa.schema(
 
 SCHEMAS = {"trades": TRADES_SCHEMA, "book": BOOK_SCHEMA}
 TABLES = ("trades", "book")
+
+
+def rows_to_table(table: str, rows: Sequence[tuple[Any, ...]]) -> pa.Table:
+    """Ingest rows (tuples in SPEC column order, ``ts`` as integer nanoseconds since the
+    epoch) as an Arrow table of ``table``'s schema."""
+    schema = SCHEMAS[table]
+    cols = list(zip(*rows, strict=True))
+    arrays = [pa.array(cols[0], pa.int64()).cast(schema.field("ts").type)]
+    arrays += [pa.array(c, schema.field(i + 1).type) for i, c in enumerate(cols[1:])]
+    return pa.Table.from_arrays(arrays, schema=schema)

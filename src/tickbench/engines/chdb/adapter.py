@@ -25,7 +25,7 @@ import pyarrow as pa
 from chdb.session import Session
 from chdb.state.sqlitelike import Connection
 
-from tickbench.data.schema import SCHEMAS
+from tickbench.data.schema import SCHEMAS, rows_to_table
 from tickbench.engines.base import Engine, EngineUnavailable, IngestClient, LoadFigures
 
 HERE = Path(__file__).parent
@@ -173,12 +173,7 @@ class _Writer(IngestClient):
 def arrow_stream(table: str, rows: Sequence[tuple[Any, ...]]) -> bytes:
     """``rows`` (ts as int nanoseconds) as one Arrow IPC stream in the table's SPEC schema."""
     schema = SCHEMAS[table]
-    cols = list(zip(*rows, strict=True))
-    batch = pa.Table.from_arrays(
-        [pa.array(cols[0], pa.int64()).cast(schema.field("ts").type)]
-        + [pa.array(c, schema.field(i + 1).type) for i, c in enumerate(cols[1:])],
-        schema=schema,
-    )
+    batch = rows_to_table(table, rows)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, schema) as writer:
         writer.write_table(batch)

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import duckdb
 import pyarrow as pa
 
-from tickbench.data.schema import SCHEMAS
+from tickbench.data.schema import SCHEMAS, rows_to_table
 from tickbench.engines.base import Engine, IngestClient, LoadFigures
 
 SCHEMA = (Path(__file__).parent / "schema.sql").read_text()
@@ -37,13 +37,7 @@ class _Writer(IngestClient):
                 self.cur.execute(INSERT[table], row)
             return
         # A batch goes in as one Arrow scan: one transaction, far fewer round trips.
-        schema = SCHEMAS[table]
-        cols = list(zip(*rows, strict=True))
-        batch = pa.Table.from_arrays(
-            [pa.array(cols[0], pa.int64()).cast(schema.field("ts").type)]
-            + [pa.array(c, schema.field(i + 1).type) for i, c in enumerate(cols[1:])],
-            schema=schema,
-        )
+        batch = rows_to_table(table, rows)
         self.cur.register("tickbench_batch", batch)
         try:
             self.cur.execute(f"INSERT INTO {table} SELECT * FROM tickbench_batch")

@@ -35,7 +35,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from psycopg import sql
 
-from tickbench.data.schema import SCHEMAS
+from tickbench.data.schema import SCHEMAS, rows_to_table
 from tickbench.engines.base import Engine, EngineUnavailable, IngestClient, LoadFigures
 from tickbench.engines.postgres import pgcopy
 from tickbench.engines.server import (
@@ -119,7 +119,7 @@ class _Writer(IngestClient):
             # µs: the data are whole microseconds, PostgreSQL's resolution.
             self.conn.execute(INSERT[table], (row[0] // 1_000, *row[1:]), prepare=True)
             return
-        batch = _arrow_rows(table, rows)
+        batch = rows_to_table(table, rows)
         with self.conn.cursor() as cur:
             if pgcopy.encodable(batch):
                 with cur.copy(COPY_BINARY[table]) as copy:
@@ -133,15 +133,6 @@ class _Writer(IngestClient):
 
     def close(self) -> None:
         self.conn.close()
-
-
-def _arrow_rows(table: str, rows: Sequence[tuple[Any, ...]]) -> pa.Table:
-    """``rows`` (``ts`` as integer ns) as an Arrow table of the SPEC schema."""
-    schema = SCHEMAS[table]
-    cols = list(zip(*rows, strict=True))
-    arrays = [pa.array(cols[0], pa.int64()).cast(schema.field("ts").type)]
-    arrays += [pa.array(c, schema.field(i + 1).type) for i, c in enumerate(cols[1:])]
-    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _choose_port() -> int:

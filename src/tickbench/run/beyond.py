@@ -132,6 +132,18 @@ class BeyondRun:
         if load:
             proc.call(self.protocol.load_timeout_s, op="load")
 
+    def _ingest_process(self, name: str, suite: str, todo: list[str]) -> EngineProcess | None:
+        """A started worker for an ingest suite (no data loaded); ``None`` once every cell of
+        ``todo`` is recorded as failed because the engine did not start."""
+        proc = self._process(name)
+        try:
+            self._started(proc, load=False)
+        except Failure as exc:
+            proc.kill()
+            self._all_failed(suite, todo, exc)
+            return None
+        return proc
+
     def _all_failed(self, suite: str, todo: list[str], exc: Exception) -> None:
         status = "timeout" if isinstance(exc, CellTimeout) else "error"
         for bench in todo:
@@ -140,12 +152,9 @@ class BeyondRun:
     # -- tick-latency ------------------------------------------------------------------------
 
     def _tick_latency(self, todo: list[str]) -> None:
-        proc = self._process("tick")
-        try:
-            self._started(proc, load=False)
-        except Failure as exc:
-            proc.kill()
-            return self._all_failed("tick-latency", todo, exc)
+        proc = self._ingest_process("tick", "tick-latency", todo)
+        if proc is None:
+            return
         try:
             for x, y in self.opts.tick_matrix:
                 for mode in ("single", "batch"):
@@ -198,12 +207,9 @@ class BeyondRun:
     # -- stream ------------------------------------------------------------------------------
 
     def _stream(self, todo: list[str]) -> None:
-        proc = self._process("stream")
-        try:
-            self._started(proc, load=False)
-        except Failure as exc:
-            proc.kill()
-            return self._all_failed("stream", todo, exc)
+        proc = self._ingest_process("stream", "stream", todo)
+        if proc is None:
+            return
         try:
             for rate in self.opts.stream_rates:
                 for writers in self.opts.stream_writers:

@@ -32,12 +32,9 @@ def slug(setting: str) -> str:
 def run_suite(run: BeyondRun, todo: list[str]) -> None:
     """Record every durability cell of ``todo`` for the run's engine, setting by setting."""
     cls = adapter_class(run.info.name)
-    proc = run._process("durability")
-    try:
-        run._started(proc, load=False)
-    except Failure as exc:
-        proc.kill()
-        return run._all_failed("durability", todo, exc)
+    proc = run._ingest_process("durability", "durability", todo)
+    if proc is None:
+        return
     try:
         for setting in cls.ingest_durability:
             bench = durability_id(setting)

@@ -569,19 +569,36 @@ class Adapter(Engine):
                 self._imp(name, path, imp_schema(table), {"atomicity": "abort"})
             path_name = "REST /imp with schema.sql's column types"
         elif fmt == "parquet":
+            # QuestDB's own Parquet reader into tables made from schema.sql, all of a table's
+            # files in one time-ordered INSERT (one commit, no out-of-order merges); the reader
+            # reads only under the server's import root, so the files are copied there first.
             for table, name in names.items():
-                self._create(table, name)  # ILP would name the designated timestamp `timestamp`
-            with self._sender() as sender:
-                for table, name in names.items():
-                    nbytes += sum(f.stat().st_size for f in self.dataset.files(table, [self.dataset.bulk_day]))
-                    self._send_parquet(sender, table, name, [self.dataset.bulk_day])
-                sender.flush()
-            path_name = "ILP over HTTP (protocol 2) from Parquet"
+                self._create(table, name)
+                rels, size = self._stage_parquet(table, "w")
+                nbytes += size
+                union = " UNION ALL ".join(f"SELECT * FROM read_parquet('{r}')" for r in rels)
+                self._exec(f"INSERT INTO {name} SELECT * FROM ({union}) ORDER BY ts")
+            path_name = "read_parquet() into tables created from schema.sql"
         else:
             raise ValueError(f"unknown format {fmt!r}")
         self._wait_applied(names.values())
         return LoadFigures(rows=self._count(names.values()), input_bytes=nbytes,
                            detail={"path": path_name, "tables": list(names.values())})
+
+    def _stage_parquet(self, table: str, stage_name: str) -> tuple[list[str], int]:
+        """Copy ``table``'s bulk-day Parquet files under the server's import root, the only
+        place ``read_parquet()`` reads; their paths relative to it, and their bytes."""
+        stage = self.root / "import" / stage_name / table
+        shutil.rmtree(stage, ignore_errors=True)
+        stage.mkdir(parents=True)
+        rels, size = [], 0
+        for i, f in enumerate(self.dataset.files(table, [self.dataset.bulk_day])):
+            size += f.stat().st_size
+            copy = stage / f"{i}.parquet"
+            shutil.copyfile(f, copy)
+            copy.chmod(0o644)  # read by the server's user
+            rels.append(str(copy.relative_to(self.root / "import")))
+        return rels, size
 
     def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """QuestDB's own simplest path on the same files, into tables it creates itself:
@@ -599,17 +616,10 @@ class Adapter(Engine):
                 self._imp(name, path, [{"name": "ts", "type": "TIMESTAMP_NS", "pattern": TS_PATTERN}])
             path_name = "REST /imp, table created by QuestDB"
         elif fmt == "parquet":
-            stage = self.root / "import" / "baseline"
-            shutil.rmtree(stage, ignore_errors=True)
-            stage.mkdir(parents=True)
             for table, name in names.items():
-                files = self.dataset.files(table, [self.dataset.bulk_day])
-                for i, f in enumerate(files):
-                    nbytes += f.stat().st_size
-                    copy = stage / f"{table}_{i}.parquet"
-                    shutil.copyfile(f, copy)
-                    copy.chmod(0o644)  # read by the server's user
-                    rel = copy.relative_to(self.root / "import")
+                rels, size = self._stage_parquet(table, "baseline")
+                nbytes += size
+                for i, rel in enumerate(rels):
                     if i == 0:
                         self._exec(f"CREATE TABLE {name} AS (SELECT * FROM read_parquet('{rel}') "
                                    "ORDER BY ts) TIMESTAMP(ts) PARTITION BY DAY")

@@ -191,6 +191,15 @@ class Engine(ABC):
         (created if absent; reopened as they are if present, for recovery checks)."""
         raise NotImplementedError
 
+    def durability_setting(self, durability: str | None) -> str:
+        """``durability``, or the default (the first of :attr:`ingest_durability`); a setting
+        the engine does not name is refused, naming the known ones."""
+        setting = durability or next(iter(self.ingest_durability), "default")
+        if setting not in self.ingest_durability:
+            known = ", ".join(self.ingest_durability) or "none"
+            raise ValueError(f"unknown durability setting {setting!r}; known: {known}")
+        return setting
+
     def ingest_client(self) -> IngestClient:
         """A new writer connection to the open ingest store."""
         raise NotImplementedError

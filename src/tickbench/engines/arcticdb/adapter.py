@@ -253,8 +253,7 @@ class Adapter(Engine):
 
     def ingest_open(self, store: Path, durability: str | None = None) -> None:
         """Open (or create) the ingest store: an ArcticDB library of its own under ``store``."""
-        if durability is not None and durability not in self.ingest_durability:
-            raise ValueError(f"unknown durability setting {durability!r}; known: {', '.join(self.ingest_durability)}")
+        self.durability_setting(durability)
         if self.ingest is not None:
             raise RuntimeError("an ingest store is already open")
         self.ingest = IngestStore(store)

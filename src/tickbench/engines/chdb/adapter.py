@@ -352,9 +352,7 @@ class Adapter(Engine):
         process), else in the session path the store's marker names, else in a new session
         at ``<store>/chdb``; create it afresh unless the store's marker names that very
         database; then put the durability setting's MergeTree settings on its tables."""
-        mode = durability or next(iter(self.ingest_durability))
-        if mode not in self.ingest_durability:
-            raise ValueError(f"unknown durability setting {mode!r}: one of {list(self.ingest_durability)}")
+        mode = self.durability_setting(durability)
         if self.ingest_conn is not None:
             raise RuntimeError("an ingest store is already open")
         store.mkdir(parents=True, exist_ok=True)

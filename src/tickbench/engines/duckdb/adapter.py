@@ -168,8 +168,7 @@ class Adapter(Engine):
         return {"database_file": sum(f.stat().st_size for f in scratch.iterdir())}
 
     def ingest_open(self, store: Path, durability: str | None = None) -> None:
-        if durability is not None and durability not in self.ingest_durability:
-            raise ValueError(f"unknown durability setting {durability!r}; known: {', '.join(self.ingest_durability)}")
+        self.durability_setting(durability)
         store.mkdir(parents=True, exist_ok=True)
         self.ingest = duckdb.connect(str(store / "ingest.duckdb"))
         exists = self.ingest.sql("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'trades'").fetchall()

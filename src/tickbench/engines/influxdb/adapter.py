@@ -379,9 +379,7 @@ class Adapter(Engine):
         server-wide and read only at startup, so the server is restarted over the same
         directories (the loaded query data stay; the pid and port change) when the setting
         asked for is not the one it runs with."""
-        setting = durability or next(iter(self.ingest_durability))
-        if setting not in WAL_FSYNC_DELAYS:
-            raise ValueError(f"unknown durability setting {setting!r}; known: {', '.join(WAL_FSYNC_DELAYS)}")
+        setting = self.durability_setting(durability)
         self.ingest_close()
         if self.server is None:
             raise RuntimeError("InfluxDB is not started")

@@ -523,9 +523,7 @@ class Adapter(Engine):
         """The ingest store is database ``ingest`` of this server; ``store`` (a directory)
         records whose its tables are: a store without the marker file is new, and gets empty
         tables (any earlier ones dropped); a store with it reopens the tables as they are."""
-        setting = durability or next(iter(self.ingest_durability))
-        if setting not in SYNCHRONOUS_COMMIT:
-            raise ValueError(f"unknown durability setting {setting!r}; known: {', '.join(SYNCHRONOUS_COMMIT)}")
+        setting = self.durability_setting(durability)
         self.ingest_close()
         self.ingest_setting = setting
         self._ensure_database(INGEST_DB)

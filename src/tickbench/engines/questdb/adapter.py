@@ -644,9 +644,7 @@ class Adapter(Engine):
         ``durability`` is a cairo.commit.mode setting of :attr:`ingest_durability`. The mode is
         server-wide and read only at startup, so the server is restarted (its process changes)
         when the mode asked for is not the one it runs with."""
-        setting = durability or next(iter(self.ingest_durability))
-        if setting not in COMMIT_MODES:
-            raise ValueError(f"unknown durability setting {setting!r}; known: {', '.join(COMMIT_MODES)}")
+        setting = self.durability_setting(durability)
         self.ingest_close()
         if self.server is None:
             raise RuntimeError("QuestDB is not started")

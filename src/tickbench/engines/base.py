@@ -108,6 +108,19 @@ class Engine(ABC):
 
     info: EngineInfo
 
+    # -- declared capabilities and flags: the runner reads these, never ``EngineInfo.kind`` --
+
+    #: Whether the loaded data survive :meth:`stop` (``False`` for an in-memory engine: a
+    #: restart must :meth:`load` again, and W, SE and durability do not apply).
+    persistent: ClassVar[bool] = True
+    #: Whether :meth:`start` launches server processes (reported by :meth:`memory_pids`): the
+    #: durability suite kills those, and a failed cell checks whether they still run.
+    has_server: ClassVar[bool] = False
+    #: How concurrent clients are made: ``"processes"`` (one worker process per client, each
+    #: opening the loaded store with :meth:`start_shared`) or ``"threads"`` (client threads in
+    #: one worker, each with its own adapter instance started with :meth:`start_shared`).
+    concurrency_model: ClassVar[str] = "threads"
+
     def __init__(self, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
         # Absolute: a server started with another working directory must find its files.
         self.workdir = workdir.resolve()
@@ -169,6 +182,32 @@ class Engine(ABC):
 
     def query_text(self, qid: str) -> str:
         return self.info.query_text(qid)
+
+    def start_shared(self) -> None:
+        """Open the loaded store beside other clients (a read-only open, or a connection to
+        the server another worker started); the default is :meth:`start`."""
+        self.start()
+
+    def query_memory_bytes(self) -> int | None:
+        """The memory the last query used as the engine itself reports it (e.g. a query
+        log's peak), or ``None`` where it reports none (the runner then measures the process)."""
+        return None
+
+    def query_server_ns(self) -> int | None:
+        """The last query's execution time as the engine itself reports it (server-side
+        time, SPEC §3), in nanoseconds, or ``None`` where it reports none."""
+        return None
+
+    def query_notes(self, qid: str) -> str:
+        """What ran where for the last run of ``qid``, when it is not all in the engine
+        (e.g. a step done by a client library); empty when it all ran in the engine."""
+        return ""
+
+    def pending_visibility(self) -> bool:
+        """Whether acknowledged writes are not yet all visible to a new query (an engine
+        that applies writes asynchronously, like QuestDB's WAL). The runner polls this with
+        its own clock after a load and before counting rows; the default is ``False``."""
+        return False
 
     def set_params(self, params: QueryParams) -> None:
         """Bind new query parameters to the loaded data (the scaling suite rebinds the time

@@ -25,10 +25,9 @@ from typing import Any
 from tickbench.cli import default_data_dir
 from tickbench.data.dataset import Dataset, generate
 from tickbench.results import Record
+from tickbench.run.cell import Protocol
 from tickbench.run.environment import capture
-from tickbench.run.published import Protocol
-from tickbench.run.session import RunConfig, run
-from tickbench.suites.beyond import BeyondOptions
+from tickbench.run.session import RunConfig, run, suite_options
 
 LADDER = (0.25, 0.5, 0.75, 1.0)
 MET = 0.95  # a target counts as met when achieved ≥ 95 % of it and every event was sent
@@ -38,7 +37,7 @@ def stream(engine: str, data: Path, out: Path, rates: tuple[int | None, ...], wr
            seconds: float) -> list[Record]:
     results = run(RunConfig(engines=[engine], data=data, out=out, seed=7, suite="stream",
                             protocol=Protocol(repetitions=1), verify_dataset=False,
-                            beyond=BeyondOptions(stream_rates=rates, stream_writers=(writers,),
+                            options=suite_options(stream_rates=rates, stream_writers=(writers,),
                                                  stream_seconds=seconds)))
     bad = [r for r in results.records if r.status != "ok"]
     if bad:

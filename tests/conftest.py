@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tickbench.data.dataset import Dataset, generate
-from tickbench.suites.published import QueryParams, query_params
+from tickbench.params import QueryParams, query_params
 
 TINY_SCALE = 0.01
 TINY_SEED = 7

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tickbench.results import Record, Results, Stats
-from tickbench.run.published import Protocol
+from tickbench.run.cell import Protocol
 from tickbench.run.session import RunConfig, run
 
 

@@ -17,25 +17,24 @@ from tickbench.engines.registry import adapter_class
 from tickbench.report import html
 from tickbench.report.markdown import render as render_markdown
 from tickbench.results import Results, read_results
-from tickbench.run.durability import ACK, SYMS, compare, kill_delay_s, read_acks
-from tickbench.run.ingest import _tick_row, tick_syms
-from tickbench.run.published import Protocol
-from tickbench.run.session import RunConfig, run
-from tickbench.run.worker import FAULTS_ENV
-from tickbench.suites.beyond import BeyondOptions
+from tickbench.run.cell import Protocol
+from tickbench.run.faults import FAULTS_ENV
+from tickbench.run.session import RunConfig, run, suite_options
+from tickbench.suites.durability.worker import ACK, SYMS, compare, kill_delay_s, read_acks
+from tickbench.suites.ingest import tick_row, tick_syms
 
-OPTS = BeyondOptions(durability_seconds=2.0, durability_writers=2)
+OPTS = suite_options(durability_seconds=2.0, durability_writers=2)
 
 
 def _run(tiny: Dataset, out: Path, engine: str) -> Results:
     return run(RunConfig(engines=[engine], data=tiny.root, out=out, seed=7, suite="durability",
                          protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
-                         verify_dataset=False, beyond=OPTS))
+                         verify_dataset=False, options=OPTS))
 
 
 def _rows(ids: list[int]) -> pa.Table:
     syms = tick_syms(SYMS)
-    return rows_to_table("trades", [_tick_row(i, syms) for i in ids])
+    return rows_to_table("trades", [tick_row(i, syms) for i in ids])
 
 
 def test_compare_counts_lost_changed_duplicated_and_in_flight() -> None:

@@ -14,11 +14,12 @@ from tests.conftest import TINY_SEED
 from tickbench import reference
 from tickbench.data.dataset import Dataset
 from tickbench.engines.registry import availability, engine_infos
+from tickbench.params import query_params
 from tickbench.results import read_results
-from tickbench.run.published import Protocol
+from tickbench.run.cell import Protocol
 from tickbench.run.session import RunConfig, run
-from tickbench.suites.beyond import BEYOND_SUITES
-from tickbench.suites.published import BY_ID, QUERIES, QUERY_IDS, query_params
+from tickbench.suites.published import BY_ID, QUERIES, QUERY_IDS
+from tickbench.suites.registry import suites
 
 
 def _engine_params() -> list[object]:
@@ -78,7 +79,7 @@ def test_published_suite_verifies(engine: str, tiny: Dataset, tmp_path: Path) ->
 def test_unsupported_entries_name_real_benchmarks() -> None:
     for name, info in engine_infos().items():
         for bench, reason in info.unsupported.items():
-            assert bench in BY_ID or bench in BEYOND_SUITES, f"{name}: [unsupported] names unknown benchmark {bench}"
+            assert bench in BY_ID or bench in suites(), f"{name}: [unsupported] names unknown benchmark {bench}"
             assert reason.strip(), f"{name}: {bench} unsupported without a reason"
         for qid in QUERY_IDS:
             if qid not in info.unsupported:

@@ -11,9 +11,9 @@ import pytest
 from tests.conftest import TINY_SEED
 from tickbench.data.dataset import Dataset
 from tickbench.results import read_results
-from tickbench.run.published import Protocol
+from tickbench.run.cell import Protocol
+from tickbench.run.faults import FAULTS_ENV
 from tickbench.run.session import RunConfig, RunError, resume_config, run
-from tickbench.run.worker import FAULTS_ENV
 from tickbench.suites.published import BY_ID, QUERY_IDS
 
 pytestmark = pytest.mark.slow

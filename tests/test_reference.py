@@ -14,7 +14,7 @@ import pytest
 
 from tickbench import reference
 from tickbench.data.dataset import Dataset
-from tickbench.suites.published import QueryParams
+from tickbench.params import QueryParams
 
 MIN = 60 * 10**9
 

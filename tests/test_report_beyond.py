@@ -19,14 +19,15 @@ import pytest
 
 from tests.test_report import CHROMIUM, needs_chromium, render_in_chromium
 from tests.test_suites_beyond import _run
+from tickbench import latency
 from tickbench.data.dataset import Dataset
-from tickbench.report import beyond_html, html, markdown
-from tickbench.report.beyond import render_beyond
-from tickbench.report.durability import render_durability
+from tickbench.report import html, markdown
+from tickbench.report import widgets as beyond_html
+from tickbench.report.sections import markdown as render_beyond
 from tickbench.results import Dataset as DatasetInfo
 from tickbench.results import Environment, Record, Results, Status
-from tickbench.run import latency
-from tickbench.suites.beyond import BeyondOptions
+from tickbench.run.session import suite_options
+from tickbench.suites.durability.report import render_durability
 
 HOSTILE = "<b>not html</b> & | pipe"
 SUITE_CHARTS = {
@@ -226,7 +227,7 @@ def test_durability_is_converted_to_html() -> None:
 def beyond_run(tiny: Dataset, tmp_path_factory: pytest.TempPathFactory) -> Results:
     """The four suites on DuckDB at tiny sizes, as one run's records."""
     out = tmp_path_factory.mktemp("beyond-report")
-    scaling = BeyondOptions(scaling_factor=2.0, scaling_spans=("day", "week"))
+    scaling = suite_options(scaling_factor=2.0, scaling_spans=("day", "week"))
     runs = [_run(tiny, out / "tick", "tick-latency"), _run(tiny, out / "stream", "stream"),
             _run(tiny, out / "concurrency", "concurrency"), _run(tiny, out / "scaling", "scaling", scaling)]
     return runs[0].model_copy(update={"suite": "all", "records": [r for run in runs for r in run.records]})

@@ -15,11 +15,12 @@ from tickbench.data.dataset import Dataset
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.registry import adapter_class
 from tickbench.engines.server import LOOPBACK, START_TIMEOUT_ENV
+from tickbench.params import QueryParams
 from tickbench.results import Results
-from tickbench.run.published import Protocol
+from tickbench.run.cell import Protocol
+from tickbench.run.faults import FAULTS_ENV
 from tickbench.run.session import RunConfig, run
-from tickbench.run.worker import FAULTS_ENV
-from tickbench.suites.published import QUERY_IDS, QueryParams
+from tickbench.suites.published import QUERY_IDS
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 

@@ -4,36 +4,33 @@ rows read back, histograms in results.json, and no coordinated omission in the s
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tickbench import latency
 from tickbench.data.dataset import Dataset
-from tickbench.report.beyond import render_beyond
+from tickbench.params import QueryParams, SpanParams, span_params
+from tickbench.report.sections import markdown as render_beyond
 from tickbench.results import Results, read_results
-from tickbench.run import latency
-from tickbench.run.beyond import loglog_slope
-from tickbench.run.published import Protocol
-from tickbench.run.session import RunConfig, run
-from tickbench.run.worker import FAULTS_ENV
-from tickbench.suites.beyond import (
-    BeyondOptions,
-    OptionError,
-    SpanParams,
-    parse_matrix,
-    parse_rates,
-    span_params,
-)
-from tickbench.suites.published import QUERY_IDS, QueryParams
+from tickbench.run.cell import Protocol
+from tickbench.run.faults import FAULTS_ENV
+from tickbench.run.session import RunConfig, run, suite_options
+from tickbench.suites.base import OptionError
+from tickbench.suites.published import QUERY_IDS
+from tickbench.suites.scaling.suite import loglog_slope
+from tickbench.suites.stream.suite import parse_rates
+from tickbench.suites.tick_latency.suite import parse_matrix
 
-TINY = BeyondOptions(tick_matrix=((2, 500),), tick_reps=2, tick_batch=100, stream_rates=(2000,),
+TINY = suite_options(tick_matrix=((2, 500),), tick_reps=2, tick_batch=100, stream_rates=(2000,),
                      stream_writers=(1,), stream_seconds=2.0, concurrency_clients=(1, 2),
                      concurrency_seconds=2.0, scaling_factor=2.0)
 
 
-def _run(tiny: Dataset, out: Path, suite: str, opts: BeyondOptions = TINY) -> Results:
+def _run(tiny: Dataset, out: Path, suite: str, opts: dict[str, Any] = TINY) -> Results:
     return run(RunConfig(engines=["duckdb"], data=tiny.root, out=out, seed=7, suite=suite,
                          protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
-                         verify_dataset=False, beyond=opts))
+                         verify_dataset=False, options=opts))
 
 
 def test_options_parse() -> None:
@@ -98,7 +95,7 @@ def test_stream_shows_a_stall_no_coordinated_omission(
     # wait, and latency from their intended send times shows it in the tail; the stalled
     # write's own duration (what a coordinated-omission measurement sees) is one event.
     monkeypatch.setenv(FAULTS_ENV, "duckdb:stall=0.2@50")
-    opts = BeyondOptions(stream_rates=(200,), stream_writers=(1,), stream_seconds=2.0)
+    opts = suite_options(stream_rates=(200,), stream_writers=(1,), stream_seconds=2.0)
     rec = _run(tiny, tmp_path / "r", "stream", opts).records[0]
     f = rec.figures
     assert rec.status == "ok", rec.reason
@@ -122,7 +119,7 @@ def test_concurrency(tiny: Dataset, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_scaling(tiny: Dataset, tmp_path: Path) -> None:
-    opts = BeyondOptions(scaling_factor=2.0, scaling_spans=("day", "week"))
+    opts = suite_options(scaling_factor=2.0, scaling_spans=("day", "week"))
     results = _run(tiny, tmp_path / "r", "scaling", opts)
     assert len(results.records) == len(QUERY_IDS)
     for rec in results.records:
@@ -147,7 +144,7 @@ def test_engine_without_ingest_is_recorded_unsupported(tiny: Dataset, tmp_path: 
     if not names:
         pytest.skip("every engine implements the ingest capability")
     results = run(RunConfig(engines=[names[0]], data=tiny.root, out=tmp_path / "r", seed=7, suite="tick-latency",
-                            verify_dataset=False, beyond=TINY))
+                            verify_dataset=False, options=TINY))
     for rec in results.records:
         assert rec.status in ("unsupported", "unavailable")
         if rec.status == "unsupported":

@@ -10,17 +10,15 @@ import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import EngineUnavailable
-from tickbench.engines.registry import adapter_class, engine_infos
+from tickbench.engines.registry import adapter_class
 from tickbench.results import Results
-from tickbench.run.beyond import concurrency_model
-from tickbench.run.published import Protocol
-from tickbench.run.session import RunConfig, run
-from tickbench.suites.beyond import BeyondOptions
+from tickbench.run.cell import Protocol
+from tickbench.run.session import RunConfig, run, suite_options
 from tickbench.suites.published import QUERY_IDS
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
-SMALL = BeyondOptions(tick_matrix=((2, 200),), tick_reps=1, tick_batch=100, stream_rates=(1000, None),
+SMALL = suite_options(tick_matrix=((2, 200),), tick_reps=1, tick_batch=100, stream_rates=(1000, None),
                       stream_writers=(2,), stream_seconds=2.0, concurrency_clients=(1, 2),
                       concurrency_seconds=2.0, scaling_factor=2.0, scaling_spans=("day", "week"))
 
@@ -38,7 +36,7 @@ def engine(request: pytest.FixtureRequest) -> str:
 def _run(tiny: Dataset, server_tmp: Path, engine: str, suite: str) -> Results:
     return run(RunConfig(engines=[engine], data=tiny.root, out=server_tmp / suite, seed=7, suite=suite,
                          protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
-                         verify_dataset=False, beyond=SMALL))
+                         verify_dataset=False, options=SMALL))
 
 
 def test_every_suite_runs_verified(engine: str, tiny: Dataset, server_tmp: Path) -> None:
@@ -59,8 +57,9 @@ def test_every_suite_runs_verified(engine: str, tiny: Dataset, server_tmp: Path)
     for rec in conc:
         assert rec.status == "ok" and rec.verified, (rec.benchmark, rec.reason)
         # Server engines' clients are separate processes on the one running server.
-        kind = engine_infos()[engine].kind
-        assert rec.figures["model"] == ("processes" if kind == "server" else concurrency_model(engine))
+        cls = adapter_class(engine)
+        assert rec.figures["model"] == cls.concurrency_model
+        assert not cls.has_server or cls.concurrency_model == "processes"
         assert rec.figures["queries"] > 0
 
     scaling = _run(tiny, server_tmp, engine, "scaling").records

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import inspect
+import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -21,25 +23,18 @@ from tickbench.report import compare, html, markdown
 from tickbench.report.summary import merge
 from tickbench.report.terminal import print_summary
 from tickbench.results import Results, ResultsError, read_results
-from tickbench.run.published import Protocol
+from tickbench.run.cell import Protocol
 from tickbench.run.session import (
-    SUITES,
     RunConfig,
     RunError,
     check_engines,
     check_suite,
     resume_config,
     run,
+    suite_names,
 )
-from tickbench.suites.beyond import (
-    TICK_MATRIX,
-    BeyondOptions,
-    OptionError,
-    check_options,
-    parse_counts,
-    parse_matrix,
-    parse_rates,
-)
+from tickbench.suites.base import OptionError
+from tickbench.suites.registry import suites as all_suites
 
 DEFAULT_SCALE = 0.05
 DEFAULT_SEED = 7
@@ -100,16 +95,14 @@ def generate_cmd(
 
 def default_engines() -> list[str]:
     """Every embedded engine that is available here."""
-    return [n for n, i in engine_infos().items()
-            if i.kind in ("embedded", "in-memory") and availability(n).available]
+    return [n for n in engine_infos() if not adapter_class(n).has_server and availability(n).available]
 
 
-@app.command("run")
 def run_cmd(
     engines: Annotated[
         str | None, typer.Option(help="comma-separated engines (default: the embedded ones available here)")
     ] = None,
-    suite: Annotated[str, typer.Option(help="|".join(SUITES))] = "published",
+    suite: Annotated[str, typer.Option(help="|".join(suite_names()))] = "published",
     scale: Annotated[float, typer.Option(help="scale factor when generating")] = DEFAULT_SCALE,
     seed: Annotated[int, typer.Option(help="seed of the data (when generating) and of the probe times")] = DEFAULT_SEED,
     data: Annotated[Path | None, typer.Option(help="use this dataset (checked against its manifest)")] = None,
@@ -124,23 +117,11 @@ def run_cmd(
     resume: Annotated[
         Path | None, typer.Option(help="continue the interrupted run in this directory (its settings are reused)")
     ] = None,
-    tick_matrix: Annotated[str | None, typer.Option(
-        help="tick-latency cells XxY (X tickers, Y records each), e.g. 1x10000,10x10000 (default: the full matrix)")
-    ] = None,
-    tick_reps: Annotated[int, typer.Option(help="tick-latency repetitions per cell")] = 3,
-    tick_batch: Annotated[int, typer.Option(help="tick-latency events per write in batch mode")] = 1000,
-    stream_rates: Annotated[str, typer.Option(help="stream target rates, events/s or max")] = (
-        "10000,100000,1000000,max"),
-    stream_writers: Annotated[str, typer.Option(help="stream writer clients per cell, e.g. 1,2,4")] = "1,2",
-    stream_seconds: Annotated[float, typer.Option(help="stream: the most seconds of events one cell replays")] = 10.0,
-    concurrency_clients: Annotated[str, typer.Option(help="concurrency: client counts")] = "1,2,4,8",
-    concurrency_seconds: Annotated[float, typer.Option(help="concurrency: seconds each cell runs the mix")] = 10.0,
-    scaling_factor: Annotated[float, typer.Option(help="scaling: the second dataset's scale, × the run's")] = 2.0,
-    durability_seconds: Annotated[float, typer.Option(
-        help="durability: seconds writers stream after the first acknowledgement; the kill falls 25-75 % in")] = 10.0,
-    durability_writers: Annotated[int, typer.Option(help="durability: writer clients, one event per write")] = 1,
+    **suite_opts: Any,
 ) -> None:
-    """Generate (or open) the dataset, load each engine, run, verify, write results and reports."""
+    """Generate (or open) the dataset, load each engine, run, verify, write results and reports.
+
+    Each suite's own options follow, grouped under the suite's title."""
     try:
         if resume is not None:
             cfg = resume_config(resume)
@@ -155,31 +136,46 @@ def run_cmd(
             raise RunError(f"--repetitions {repetitions}: must be at least 1")
         if timeout <= 0:
             raise RunError(f"--timeout {timeout}: must be positive")
+        try:
+            options = {name: {o.name: o.value(suite_opts[o.name]) if o.name in suite_opts else o.default
+                              for o in s.options} for name, s in all_suites().items()}
+        except OptionError as exc:
+            raise RunError(str(exc)) from None
         if data is None:
             check_scale(scale)
             data = default_data_dir(scale, seed, 0)
             _generate(data, scale, seed, 0, jobs)
         out = out or Path("results") / dt.datetime.now().strftime("run-%Y%m%d-%H%M%S")
-        try:
-            beyond = BeyondOptions(
-                tick_matrix=parse_matrix(tick_matrix) if tick_matrix else TICK_MATRIX,
-                tick_reps=tick_reps, tick_batch=tick_batch, stream_rates=parse_rates(stream_rates),
-                stream_writers=parse_counts(stream_writers, "--stream-writers"), stream_seconds=stream_seconds,
-                concurrency_clients=parse_counts(concurrency_clients, "--concurrency-clients"),
-                concurrency_seconds=concurrency_seconds, scaling_factor=scaling_factor,
-                durability_seconds=durability_seconds, durability_writers=durability_writers)
-            check_options(beyond)
-        except OptionError as exc:
-            raise RunError(str(exc)) from None
         cfg = RunConfig(
             engines=names, data=data, out=out, seed=seed, suite=suite,
             protocol=Protocol(repetitions=repetitions, timeout_s=timeout, cold=cold,
                               save_answers=out / "answers" if save_answers else None),
-            beyond=beyond,
+            options=options,
         )
         _run_and_report(cfg)
     except (DatasetError, RunError, ResultsError) as exc:
         raise fail(str(exc)) from None
+
+
+def _with_suite_options(func: Any) -> Any:
+    """``func`` with one keyword option per suite option (from the suites' declarations, so a
+    new suite's options appear without editing this file), grouped by suite in ``--help``."""
+    sig = inspect.signature(func)
+    hints = typing.get_type_hints(func, include_extras=True)  # the annotations are strings here
+    params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values()
+              if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    kinds: dict[str, type] = {"int": int, "float": float, "text": str}
+    for s in all_suites().values():
+        for o in s.options:
+            default = o.text_default if o.kind == "text" else o.default
+            option = typer.Option(o.flag, help=o.help, rich_help_panel=f"{s.name}: {s.title}")
+            params.append(inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                            annotation=Annotated[kinds[o.kind], option]))
+    func.__signature__ = sig.replace(parameters=params)
+    return func
+
+
+app.command("run")(_with_suite_options(run_cmd))
 
 
 def _check_available(names: list[str]) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from tickbench.data.dataset import Dataset
-from tickbench.suites.published import QueryParams
+from tickbench.params import QueryParams
 
 MINUTE = 60 * 1_000_000_000
 HOUR = 60 * MINUTE
@@ -221,3 +221,17 @@ def c_vo2(ds: Dataset, p: QueryParams) -> pl.DataFrame:
 def answer(qid: str, ds: Dataset, p: QueryParams) -> pl.DataFrame:
     """The reference answer of query ``qid``."""
     return REFERENCES[qid](ds, p)
+
+
+class ReferenceAnswers:
+    """Reference answers, computed once per run and shared by every engine."""
+
+    def __init__(self, ds: Dataset, params: QueryParams) -> None:
+        self.ds = ds
+        self.params = params
+        self.cache: dict[str, pl.DataFrame] = {}
+
+    def __getitem__(self, qid: str) -> pl.DataFrame:
+        if qid not in self.cache:
+            self.cache[qid] = answer(qid, self.ds, self.params)
+        return self.cache[qid]

@@ -1,9 +1,14 @@
 """The versioned result schema: ``results.json`` (pydantic models).
 
 One :class:`Results` per run: the environment, the dataset, the parameters, and one
-:class:`Record` per (engine, benchmark) with its raw samples, summary statistics, verdict,
-memory figure and the exact query text that ran. ``schema_version`` changes whenever a field
-changes meaning; readers refuse other versions.
+:class:`Record` per (engine, benchmark) with its suite, raw samples, summary statistics,
+verdict, memory figure, the exact query text that ran, and the suite's figures. Each suite
+declares the typed model of its figures (``figures_model`` in ``suites/<name>/suite.py``); a
+record's figures are checked against it when the record is made and when results are read.
+
+``schema_version`` changes whenever a field changes meaning. Version 2 added ``suite`` to each
+record, the typed figures and ``config["options"]`` (per suite); version 1 files are migrated
+on read (:func:`migrate_v1`), any other version is refused.
 """
 
 from __future__ import annotations
@@ -15,9 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 PROTOCOL_VERSION = "1"  # the timing protocol (warm-up, repetitions, clocks); see METHODOLOGY.md
 
 Status = Literal["ok", "wrong", "timeout", "error", "unsupported", "not_applicable", "unavailable"]
@@ -64,6 +69,7 @@ class Record(BaseModel):
 
     engine: str
     benchmark: str
+    suite: str = "published"  # the suite the benchmark belongs to (v2)
     category: str
     status: Status
     reason: str = ""
@@ -71,13 +77,33 @@ class Record(BaseModel):
     mode: str = "warm"  # "warm" or "cold"
     cold_note: str = ""
     samples_ns: list[int] = Field(default_factory=list)
+    #: The engine's own execution time of each timed repetition, where it reports one
+    #: (SPEC §3: server-side time kept beside the client-side ``samples_ns``).
     server_samples_ns: list[int] = Field(default_factory=list)
     stats: Stats | None = None
     memory: Memory | None = None
     rows: int | None = None
     query: QueryText | None = None
-    figures: dict[str, Any] = Field(default_factory=dict)  # W and SE figures
+    figures: dict[str, Any] = Field(default_factory=dict)  # the suite's figures, per its figures_model
     notes: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _suite_from_id(cls, data: Any) -> Any:
+        """A record made without ``suite`` belongs to the suite its benchmark id names."""
+        if isinstance(data, dict) and "suite" not in data and "benchmark" in data:
+            data = {**data, "suite": suite_of(str(data["benchmark"]))}
+        return data
+
+    @model_validator(mode="after")
+    def _typed_figures(self) -> Record:
+        """Check the figures against the suite's model (a suite this tickbench does not know
+        keeps its figures as they are)."""
+        if self.figures:
+            model = _figures_model(self.suite)
+            if model is not None:
+                model.model_validate(self.figures)
+        return self
 
 
 class Environment(BaseModel):
@@ -143,9 +169,43 @@ def read_results(path: Path) -> Results:
     except (OSError, json.JSONDecodeError) as exc:
         raise ResultsError(f"{path}: not a readable results file ({exc})") from exc
     version = raw.get("schema_version") if isinstance(raw, dict) else None
+    if version == 1:
+        raw = migrate_v1(raw)
+        version = SCHEMA_VERSION
     if version != SCHEMA_VERSION:
         raise ResultsError(
             f"{path}: results schema version {version}, this tickbench reads {SCHEMA_VERSION}; "
             "re-run the benchmark or use the tickbench version that wrote it"
         )
     return Results.model_validate(raw)
+
+
+def _figures_model(suite: str) -> type[BaseModel] | None:
+    # Imported here: the suites import this module, and their registry is only needed once a
+    # record with figures is checked.
+    from tickbench.suites.registry import suites
+
+    known = suites().get(suite)
+    return known.figures_model if known is not None else None
+
+
+def suite_of(benchmark: str) -> str:
+    """The suite a benchmark id belongs to: ``suite/...``; the published suite's ids have no ``/``."""
+    return benchmark.split("/", 1)[0] if "/" in benchmark else "published"
+
+
+def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 results file as schema 2: each record gets its ``suite`` (the first part of
+    a ``suite/...`` id; the published suite's ids have none), and the run's
+    ``config["beyond"]`` options become ``config["options"]`` by suite."""
+    from tickbench.suites.registry import suites
+
+    out = {**raw, "schema_version": SCHEMA_VERSION}
+    out["records"] = [{**r, "suite": suite_of(r["benchmark"])} for r in raw.get("records", [])]
+    config = dict(raw.get("config") or {})
+    beyond = config.pop("beyond", None)
+    if beyond is not None:
+        config["options"] = {name: {o.name: beyond[o.name] for o in s.options if o.name in beyond}
+                             for name, s in suites().items()}
+    out["config"] = config
+    return out

@@ -10,7 +10,8 @@ import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.registry import adapter_class, engine_infos
-from tickbench.suites.published import QUERY_IDS, QueryParams
+from tickbench.params import QueryParams
+from tickbench.suites.published import QUERY_IDS
 
 pytest.importorskip("arcticdb")
 pd = pytest.importorskip("pandas")  # comes with arcticdb

@@ -10,7 +10,7 @@ import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.registry import adapter_class, availability
-from tickbench.suites.published import QueryParams
+from tickbench.params import QueryParams
 
 pytestmark = pytest.mark.skipif(not availability("chdb").available, reason="chdb is not installed")
 

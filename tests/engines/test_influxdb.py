@@ -16,7 +16,7 @@ import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.registry import adapter_class, availability
-from tickbench.suites.published import QueryParams
+from tickbench.params import QueryParams
 
 installed = availability("influxdb")
 needs_install = pytest.mark.skipif(

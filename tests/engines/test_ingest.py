@@ -18,7 +18,7 @@ from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS, book_level_columns
 from tickbench.engines.base import Engine, EngineUnavailable
 from tickbench.engines.registry import adapter_class, engine_infos
-from tickbench.suites.published import QueryParams
+from tickbench.params import QueryParams
 
 T0 = 1_656_633_600 * 1_000_000_000  # 2022-07-01T00:00Z
 US = 1_000  # whole microseconds: the finest resolution every engine keeps

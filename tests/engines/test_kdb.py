@@ -19,7 +19,8 @@ from tickbench.data.dataset import Dataset, default_params
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.kdb import adapter as kdb
 from tickbench.engines.registry import adapter_class, availability, engine_infos
-from tickbench.suites.published import QUERY_IDS, QueryParams, query_params
+from tickbench.params import QueryParams, query_params
+from tickbench.suites.published import QUERY_IDS
 
 PARAMS = query_params(default_params(), 7)
 INFO = engine_infos()["kdb"]

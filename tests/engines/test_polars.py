@@ -9,7 +9,8 @@ import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.registry import adapter_class, engine_infos
-from tickbench.suites.published import QUERY_IDS, QueryParams
+from tickbench.params import QueryParams
+from tickbench.suites.published import QUERY_IDS
 
 
 def test_w_and_se_are_not_applicable_with_reasons() -> None:

@@ -18,7 +18,7 @@ from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, EngineUnavailable
 from tickbench.engines.registry import adapter_class
 from tickbench.engines.server import LOOPBACK, port_in_use
-from tickbench.suites.published import QueryParams
+from tickbench.params import QueryParams
 
 psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL engine needs psycopg 3 (psycopg[binary])")
 

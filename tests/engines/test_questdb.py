@@ -16,7 +16,7 @@ import pytest
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, EngineUnavailable
 from tickbench.engines.registry import adapter_class
-from tickbench.suites.published import QueryParams
+from tickbench.params import QueryParams
 
 
 def _installed() -> str | None:

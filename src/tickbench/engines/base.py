@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
-from tickbench.suites.published import QueryParams
+from tickbench.params import QueryParams
 
 ENGINES_DIR = Path(__file__).parent
 

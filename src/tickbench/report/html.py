@@ -10,8 +10,9 @@ must end up holding an ``<svg class="main-svg">`` with marks (the tests check it
 Chromium). Everything a chart shows is also in a table beside it, so the page still reads
 without JavaScript.
 
-The suites beyond the paper (tick-latency, stream, concurrency, scaling, durability) get their
-own section, tables and charts, from :mod:`tickbench.report.beyond_html`.
+The other suites (tick-latency, stream, concurrency, scaling, durability, and any suite added
+as a folder) get their own section, with the tables and charts each suite renders
+(:mod:`tickbench.report.sections`).
 
 The reference paper's figures are drawn as a separate series on their own axis, labelled as
 theirs, and compared with ours only by rank (:mod:`tickbench.report.paper`).
@@ -26,8 +27,7 @@ from html import escape
 from typing import Any
 
 from tickbench.report import paper as paper_mod
-from tickbench.report.beyond import RENDERERS as BEYOND_SUITES
-from tickbench.report.beyond_html import render_beyond_html
+from tickbench.report import sections
 from tickbench.report.cells import MARK, cell_text
 from tickbench.report.summary import (
     CATEGORIES,
@@ -134,7 +134,7 @@ class _Page:
         self.colors = {e: PALETTE[i % len(PALETTE)] for i, e in enumerate(self.engines)}
         self.paper = paper_mod.load()
         self.charts: dict[str, dict[str, Any]] = {}
-        self.has_beyond = any(r.benchmark.split("/", 1)[0] in BEYOND_SUITES for r in self.results.records)
+        self.has_beyond = sections.has_sections(self.results)
 
     # -- charts ---------------------------------------------------------------------------
     def _layout(self, ours_title: str, ours_unit: str, ours_vals: list[float], paper_unit: str,
@@ -511,8 +511,8 @@ compare within one kind.</p>{box}
 <table><tr><th>benchmark</th>{head}</tr>{"".join(body)}</table><ul>{legend}</ul>"""
 
     def beyond(self) -> str:
-        """The suites beyond the paper: per suite its table and charts (:mod:`.beyond_html`)."""
-        return render_beyond_html(self.results, self._add)
+        """The suites beyond the paper: per suite its table and charts (from the suite)."""
+        return sections.html(self.results, self._add)
 
     def paper_section(self) -> str:
         p = self.paper

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 
 from tickbench.report import paper as paper_mod
-from tickbench.report.beyond import render_beyond
+from tickbench.report import sections
 from tickbench.report.cells import matrix, problems
 from tickbench.report.summary import CATEGORIES, category_sentence, headlines, merge, standings
 from tickbench.results import Results
@@ -134,7 +134,7 @@ def render(runs: Results | Sequence[Results]) -> str:
             out += [f"<details><summary>{r.engine} · {r.benchmark} · <code>{r.query.file}</code> · "
                     f"sha256 {r.query.sha256[:16]}…</summary>", "", "```", r.query.text.rstrip(), "```", "",
                     "</details>", ""]
-    beyond = render_beyond(results)
+    beyond = sections.markdown(results)
     if beyond:
         out += ["", beyond]
     return "\n".join(out).rstrip() + "\n"

@@ -7,29 +7,9 @@ from rich.console import Console
 from rich.table import Table
 
 from tickbench.report.cells import MARK, matrix
-from tickbench.results import Record, Results
+from tickbench.report.sections import headline
+from tickbench.results import Results
 from tickbench.suites.published import BY_ID
-
-
-def headline(r: Record) -> str:
-    """The one figure that sums up a cell of a suite beyond the paper."""
-    f = r.figures
-    if r.status != "ok":
-        return f"{r.status}: {r.reason}"[:160]
-    suite = r.benchmark.split("/")[0]
-    if suite == "tick-latency":
-        return f"{f['events_per_s']:,.0f} events/s · p99 {f['latency'].get('p99_us', 0):,.0f} µs"
-    if suite == "stream":
-        return f"{f['throughput']:,.0f} events/s · p99 {f['latency'].get('p99_us', 0) / 1e3:,.1f} ms"
-    if suite == "concurrency":
-        return f"{f['qps']:,.1f} queries/s · p99 {f['latency'].get('p99_us', 0) / 1e3:,.1f} ms"
-    if suite == "scaling":
-        slope = f.get("slope")
-        return "slope –" if slope is None else f"log-log slope {slope:.2f}"
-    if suite == "durability":
-        return (f"{f['acknowledged']:,} acknowledged · {f['lost']:,} lost · recovery {f['recovery_s']:.2f} s · "
-                f"{f['throughput']:,.0f} writes/s")
-    return ""
 
 
 def print_summary(results: Results, console: Console) -> None:

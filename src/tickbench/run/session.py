@@ -12,16 +12,38 @@ from typing import Any
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.registry import adapter_class, availability, engine_infos
+from tickbench.params import QueryParams, query_params
+from tickbench.reference import ReferenceAnswers
 from tickbench.results import Dataset as DatasetInfo
 from tickbench.results import Record, Results, read_results
 from tickbench.run import environment
-from tickbench.run.beyond import BeyondRun, ScaledData, scaled_datasets
-from tickbench.run.published import EngineRun, Protocol, ReferenceAnswers
-from tickbench.suites.beyond import BEYOND_SUITES, BeyondOptions, cell_ids
-from tickbench.suites.published import BENCHMARKS, BY_ID, QueryParams, query_params
+from tickbench.run.cell import CellContext, Protocol
+from tickbench.suites.base import OptionError, Options, Suite
+from tickbench.suites.registry import suites as all_suites
 
-SUITES = ("published", *BEYOND_SUITES, "all")
-IMPLEMENTED_SUITES = ("published", *BEYOND_SUITES)
+
+def suite_names() -> tuple[str, ...]:
+    """The ``--suite`` values: every suite, then ``all``."""
+    return (*all_suites(), "all")
+
+
+def suite_options(**given: Any) -> dict[str, Options]:
+    """Every suite's option values: its defaults, with ``given`` (by option name) in place;
+    an option no suite declares is refused."""
+    out = {name: s.defaults() for name, s in all_suites().items()}
+    owner = {o.name: name for name, s in all_suites().items() for o in s.options}
+    for key, value in given.items():
+        if key not in owner:
+            raise OptionError(f"unknown suite option {key!r}; known: {', '.join(owner)}")
+        out[owner[key]][key] = value
+    return out
+
+
+def options_json(options: dict[str, Options]) -> dict[str, dict[str, Any]]:
+    """Option values as JSON (tuples as lists)."""
+    def plain(v: Any) -> Any:
+        return [plain(x) for x in v] if isinstance(v, tuple | list) else v
+    return {suite: {k: plain(v) for k, v in opts.items()} for suite, opts in options.items()}
 
 
 class RunError(Exception):
@@ -38,11 +60,16 @@ class RunConfig:
     protocol: Protocol = field(default_factory=Protocol)
     verify_dataset: bool = True
     resume: bool = False
-    beyond: BeyondOptions = field(default_factory=BeyondOptions)
+    options: dict[str, Options] = field(default_factory=suite_options)  # by suite, then option
 
-    def suites(self) -> list[str]:
-        """The suites the run records: ``all`` is the published suite and those beyond it."""
-        return ["published", *BEYOND_SUITES] if self.suite == "all" else [self.suite]
+    def suites(self) -> list[Suite]:
+        """The suites the run records: ``all`` is every suite, in report order."""
+        known = all_suites()
+        return list(known.values()) if self.suite == "all" else [known[self.suite]]
+
+    def opts(self, suite: str) -> Options:
+        known = all_suites()[suite]
+        return {**known.defaults(), **self.options.get(suite, {})}
 
 
 Progress = Callable[[str, int, int], None]  # (label, done, total)
@@ -59,11 +86,8 @@ def check_engines(names: list[str]) -> None:
 
 
 def check_suite(suite: str) -> None:
-    if suite not in SUITES:
-        raise RunError(f"--suite {suite}: unknown; choose one of {', '.join(SUITES)}")
-    if suite not in IMPLEMENTED_SUITES and suite != "all":
-        raise RunError(f"--suite {suite}: not implemented yet in this tickbench version; "
-                       f"implemented: {', '.join(IMPLEMENTED_SUITES)}")
+    if suite not in suite_names():
+        raise RunError(f"--suite {suite}: unknown; choose one of {', '.join(suite_names())}")
 
 
 def config_of(cfg: RunConfig) -> dict[str, Any]:
@@ -71,7 +95,7 @@ def config_of(cfg: RunConfig) -> dict[str, Any]:
     return {"engines": cfg.engines, "data": str(cfg.data.resolve()), "seed": cfg.seed, "suite": cfg.suite,
             "repetitions": p.repetitions, "warmup": p.warmup, "timeout_s": p.timeout_s,
             "load_timeout_s": p.load_timeout_s, "load_repetitions": p.load_repetitions, "cold": p.cold,
-            "save_answers": p.save_answers is not None, "beyond": cfg.beyond.as_dict()}
+            "save_answers": p.save_answers is not None, "options": options_json(cfg.options)}
 
 
 def resume_config(out: Path) -> RunConfig:
@@ -87,7 +111,8 @@ def resume_config(out: Path) -> RunConfig:
         protocol=Protocol(repetitions=c["repetitions"], warmup=c["warmup"], timeout_s=c["timeout_s"],
                           load_timeout_s=c["load_timeout_s"], load_repetitions=c["load_repetitions"],
                           cold=c["cold"], save_answers=out / "answers" if c["save_answers"] else None),
-        resume=True, beyond=BeyondOptions.from_dict(c.get("beyond", {})),
+        resume=True,
+        options={name: s.options_from_json(c.get("options", {}).get(name, {})) for name, s in all_suites().items()},
     )
 
 
@@ -120,18 +145,17 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
         protocol = Protocol(**{**protocol.__dict__, "save_answers": cfg.out / "answers"})
     refs = ReferenceAnswers(ds, params)
     infos = engine_infos()
-    suites = cfg.suites()
-    scaled: ScaledData | None = None
+    shared: dict[str, Any] = {}  # run-wide artefacts of the suites, shared by every engine
 
     for name in cfg.engines:
-        cells = engine_cells(name, suites, cfg.beyond)
-        cells_per_engine = len(cells)
-        todo = [b for b in cells if (name, b) not in done_cells]
-        if not todo:
+        cls = adapter_class(name)
+        cells = engine_cells(name, cfg)
+        todo_all = [(s, b) for s, b in cells if (name, b) not in done_cells]
+        if not todo_all:
             continue
-        done = cells_per_engine - len(todo)
+        done = len(cells) - len(todo_all)
 
-        def on_record(rec: Record, name: str = name, total: int = cells_per_engine) -> None:
+        def on_record(rec: Record, name: str = name, total: int = len(cells)) -> None:
             nonlocal done
             results.records.append(rec)
             results.write(results_path)
@@ -141,30 +165,31 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
 
         avail = availability(name)
         if not avail.available:
-            for bid in todo:
-                category = BY_ID[bid].category if bid in BY_ID else bid.split("/")[0]
-                on_record(Record(engine=name, benchmark=bid, category=category,
+            for suite, bid in todo_all:
+                on_record(Record(engine=name, benchmark=bid, suite=suite.name, category=suite.category(bid),
                                  status="unavailable", reason=avail.reason))
             results.environment.engines[name] = {"available": False, "reason": avail.reason}
             continue
         workdir = cfg.out / "work" / name
         if workdir.exists():
             shutil.rmtree(workdir)
-        def already_done(bid: str, name: str = name) -> bool:
-            return (name, bid) in done_cells
-
         meta: dict[str, Any] = {}
-        if "published" in suites:
-            meta = EngineRun(infos[name], ds, params, refs, workdir, protocol, on_record, skip=already_done).run()
-        for suite in suites:
-            if suite == "published":
+        for suite in cfg.suites():
+            todo = [b for s, b in todo_all if s is suite]
+            if not todo:
                 continue
-            if suite == "scaling" and scaled is None:
-                scaled = scaled_datasets(ds, cfg.beyond.scaling_factor)
-            BeyondRun(infos[name], ds, params, refs, workdir / suite, protocol, cfg.beyond, cfg.seed,
-                      on_record, skip=already_done, scaled=scaled).run(suite)
-        if "published" not in suites:
-            meta = _engine_meta(name)
+            ctx = CellContext(suite=suite, info=infos[name], engine=cls, ds=ds, params=params, refs=refs,
+                              workdir=workdir / suite.name, protocol=protocol, opts=cfg.opts(suite.name),
+                              seed=cfg.seed, on_record=on_record, shared=shared.setdefault(suite.name, {}),
+                              meta=meta)
+            reason = suite.requires(cls, infos[name])
+            if reason is not None:
+                for bench in todo:
+                    ctx.record(bench, "unsupported", reason)
+                continue
+            suite.run(ctx, todo)
+        if "version" not in meta:
+            meta.update(_engine_meta(name))
         results.environment.engines[name] = {"available": True, **meta}
         results.write(results_path)
         shutil.rmtree(workdir, ignore_errors=True)
@@ -172,11 +197,10 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
     return results
 
 
-def engine_cells(name: str, suites: list[str], opts: BeyondOptions) -> list[str]:
-    """Every benchmark id the run records for engine ``name``, in run order."""
-    settings = tuple(adapter_class(name).ingest_durability)
-    return [b for s in suites
-            for b in ([b.id for b in BENCHMARKS] if s == "published" else cell_ids(s, opts, settings))]
+def engine_cells(name: str, cfg: RunConfig) -> list[tuple[Suite, str]]:
+    """Every (suite, benchmark id) the run records for engine ``name``, in run order."""
+    cls = adapter_class(name)
+    return [(s, b) for s in cfg.suites() for b in s.cell_ids(cfg.opts(s.name), cls)]
 
 
 def _engine_meta(name: str) -> dict[str, Any]:

@@ -8,15 +8,17 @@ enforces timeouts: a repetition that does not come back in time, or a worker tha
 recorded for its cell, and the worker (and any server it started) is killed and restarted.
 A separate process also gives each engine its own memory figures and lets engines such as chDB,
 which allow one database path per process, coexist in one run.
+
+The worker's operations are the core ones here (start, stop, info, load, query, bulk, storage,
+params, start_shared) and those each suite adds (``worker_ops`` in ``suites/<name>/suite.py``),
+found through the suite registry: a new suite adds its operations without editing this file.
 """
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing as mp
 import os
 import signal
-import threading
 import time
 import traceback
 from multiprocessing.connection import Connection
@@ -28,11 +30,11 @@ import psutil
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine
 from tickbench.engines.registry import adapter_class
-from tickbench.run import durability, ingest
+from tickbench.params import QueryParams, params_from_dict
+from tickbench.run.faults import faults, inject, kill_servers
 from tickbench.run.memory import KIND as MEMORY_KIND
 from tickbench.run.memory import PeakMemory
-from tickbench.suites.beyond import params_from_dict
-from tickbench.suites.published import QueryParams
+from tickbench.suites.registry import suites
 
 
 class CellTimeout(Exception):
@@ -64,54 +66,6 @@ def _serve(conn: Connection, engine: str, workdir: str, data: str, params: dict[
             return
 
 
-FAULTS_ENV = "TICKBENCH_FAULTS"
-
-
-def faults(engine: str) -> dict[str, str]:
-    """Test-only fault injection for ``engine`` from ``$TICKBENCH_FAULTS``, e.g.
-    ``duckdb:slow=0.05;duckdb:crash=O-S;duckdb:hang=O-V1;duckdb:wrong=T-V1``:
-    ``slow`` adds seconds to every query inside the timed interval, ``crash`` ends the worker
-    on that query as an engine crash would, ``hang`` never returns, ``wrong`` drops the last
-    row of the answer, ``kill_server=ID`` SIGKILLs the engine's server processes as query ID
-    starts, ``kill_server_load=SECONDS`` that long into the load, ``stall=SECONDS@N`` delays
-    the worker's Nth ingest write once (inside the writer's timed interval), ``lose=N``
-    acknowledges every Nth ingest write of a client without making it. Never set outside tests."""
-    out: dict[str, str] = {}
-    for item in os.environ.get(FAULTS_ENV, "").split(";"):
-        name, _, spec = item.partition(":")
-        if name.strip() == engine and "=" in spec:
-            key, _, value = spec.partition("=")
-            out[key.strip()] = value.strip()
-    return out
-
-
-def _kill_servers(adapter: Engine, delay: float = 0.0) -> None:
-    """Test-only: SIGKILL the adapter's server processes (not the worker) after ``delay``
-    seconds, from a thread, as a server crashing under the worker would."""
-    pids = [p for p in adapter.memory_pids() if p != os.getpid()]
-
-    def kill() -> None:
-        time.sleep(delay)
-        for pid in pids:
-            with contextlib.suppress(psutil.Error):
-                psutil.Process(pid).send_signal(signal.SIGKILL)
-
-    if delay:
-        threading.Thread(target=kill, daemon=True).start()
-    else:
-        kill()
-
-
-def _inject(fault: dict[str, str], qid: str) -> None:
-    if fault.get("crash") == qid:
-        os._exit(137)
-    if fault.get("hang") == qid:
-        while True:
-            time.sleep(3600)
-    if "slow" in fault:
-        time.sleep(float(fault["slow"]))
-
-
 def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
     if op == "start":
         adapter.start()
@@ -123,28 +77,27 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
         return {"version": adapter.probe(), "settings": adapter.settings()}
     if op == "load":
         if "kill_server_load" in faults(adapter.info.name):
-            _kill_servers(adapter, float(faults(adapter.info.name)["kill_server_load"]))
+            kill_servers(adapter, float(faults(adapter.info.name)["kill_server_load"]))
         t0 = time.perf_counter_ns()
         rows = adapter.load()
         return {"ns": time.perf_counter_ns() - t0, "rows": rows}
     if op == "query":
         fault = faults(adapter.info.name)
         if fault.get("kill_server") == msg["qid"]:
-            _kill_servers(adapter)
+            kill_servers(adapter)
         mem = PeakMemory(adapter.memory_pids())
         mem.start()
         t0 = time.perf_counter_ns()
         table = adapter.run_query(msg["qid"])
         if fault:
-            _inject(fault, msg["qid"])
+            inject(fault, msg["qid"])
         ns = time.perf_counter_ns() - t0
         if fault.get("wrong") == msg["qid"] and table.num_rows:
             table = table.slice(0, table.num_rows - 1)
-        engine_mem = getattr(adapter, "query_memory_bytes", lambda: None)()
-        notes = getattr(adapter, "query_notes", lambda q: "")(msg["qid"])
         return {
-            "ns": ns, "rows": table.num_rows, "memory": mem.delta_bytes(),
-            "memory_kind": MEMORY_KIND, "engine_memory": engine_mem, "notes": notes,
+            "ns": ns, "server_ns": adapter.query_server_ns(), "rows": table.num_rows, "memory": mem.delta_bytes(),
+            "memory_kind": MEMORY_KIND, "engine_memory": adapter.query_memory_bytes(),
+            "notes": adapter.query_notes(msg["qid"]),
             "answer": table if msg.get("answer") else None,
         }
     if op == "bulk":
@@ -156,52 +109,23 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
                 "input_bytes": figures.input_bytes, "detail": figures.detail}
     if op == "storage":
         return {"bytes": adapter.storage_bytes()}
-    return _handle_beyond(adapter, op, msg)
-
-
-def _start_shared(adapter: Engine) -> None:
-    """Open the loaded store beside other clients: the adapter's optional ``start_shared()``
-    (e.g. a read-only open, or a connection to the running server), else ``start()``."""
-    getattr(adapter, "start_shared", adapter.start)()
-
-
-def _handle_beyond(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
-    """The operations of the suites beyond the paper (:mod:`tickbench.run.ingest`)."""
-    fault = faults(adapter.info.name)
-    if op == "tick":
-        return ingest.tick_rep(adapter, Path(msg["store"]), msg["x"], msg["y"], msg["batch"], fault)
-    if op == "stream":
-        return ingest.stream_cell(adapter, Path(msg["store"]), msg["rate"], msg["writers"], msg["seconds"],
-                                  msg["max_batch"], fault)
-    if op == "durability_open":
-        return durability.open_store(adapter, Path(msg["store"]), msg["setting"])
-    if op == "durability_write":
-        return durability.write_until_killed(adapter, msg["seconds"], msg["writers"], Path(msg["ack_log"]), fault)
-    if op == "durability_recover":
-        return durability.recover(adapter, Path(msg["store"]), msg["setting"], Path(msg["ack_log"]))
     if op == "params":
-        # Scaling rebinds the queries' ranges; the loaded data stays as it is.
+        # The scaling suite rebinds the queries' ranges; the loaded data stay as they are.
         adapter.set_params(params_from_dict(msg["params"]))
         return {}
     if op == "start_shared":
         # No pids reported: a client attached to another worker's server must not kill it.
-        _start_shared(adapter)
+        adapter.start_shared()
         return {}
-    if op == "mix":
-        clients = int(msg["clients"])
-        if msg.get("own"):  # this worker is one client process, already started
-            instances = [adapter]
-        else:  # client threads, each with its own adapter instance over the same store
-            instances = [type(adapter)(adapter.workdir, adapter.dataset, adapter.params) for _ in range(clients)]
-            for inst in instances:
-                _start_shared(inst)
-        try:
-            return ingest.mix_loop(instances, msg["qids"], msg["expected"], msg["seconds"], msg["seed"],
-                                   msg.get("first_client", 0), msg["start_at"])
-        finally:
-            if not msg.get("own"):
-                for inst in instances:
-                    inst.stop()
+    return _suite_op(adapter, op, msg)
+
+
+def _suite_op(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
+    """An operation a suite adds to the worker (its ``worker_ops``)."""
+    for suite in suites().values():
+        handler = suite.worker_ops.get(op)
+        if handler is not None:
+            return handler(adapter, msg, faults(adapter.info.name))
     raise ValueError(f"unknown op {op!r}")
 
 

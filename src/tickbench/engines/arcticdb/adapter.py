@@ -38,7 +38,7 @@ from tickbench.data.schema import SCHEMAS
 from tickbench.engines.arcticdb.ingest import PRUNE, IngestStore, Writer
 from tickbench.engines.arcticdb.layout import LIBRARY, SORT_KEYS, TABLES, Store, symbol_name
 from tickbench.engines.base import Engine, IngestClient, LoadFigures
-from tickbench.suites.published import QueryParams
+from tickbench.params import QueryParams
 
 OPTIONS = adb.LibraryOptions(rows_per_segment=100_000, columns_per_segment=127)
 # Rows per write/append: whole segments, so appends never leave a part-filled segment behind.

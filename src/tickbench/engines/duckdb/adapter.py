@@ -49,6 +49,7 @@ class _Writer(IngestClient):
 
 
 class Adapter(Engine):
+    concurrency_model = "processes"  # clients are processes opening the file read-only
     con: duckdb.DuckDBPyConnection | None = None
     ingest: duckdb.DuckDBPyConnection | None = None
     ingest_durability: ClassVar[dict[str, str]] = {

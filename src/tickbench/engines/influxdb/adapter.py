@@ -102,6 +102,7 @@ def bin_dir() -> Path:
 
 
 class Adapter(Engine):
+    has_server = True
     server: ServerProcess | None = None
     http_port: int = 0
     #: [data] wal-fsync-delay of the server start() runs (an ingest durability setting's).

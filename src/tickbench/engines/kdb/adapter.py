@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS
 from tickbench.engines.base import Engine, EngineUnavailable, LoadFigures
-from tickbench.suites.published import QueryParams
+from tickbench.params import QueryParams
 
 HERE = Path(__file__).parent
 LIB = HERE / "lib.q"

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine
-from tickbench.suites.published import QueryParams
+from tickbench.params import QueryParams
 
 TABLES = ("trades", "book")
 LABELS = ("exchange", "sym", "side")
@@ -61,6 +61,8 @@ def load_query(path: Path) -> QueryFn:
 
 
 class Adapter(Engine):
+    persistent = False  # the frames live in the process: a restart loads again
+
     def __init__(self, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
         super().__init__(workdir, dataset, params)
         self.tables: dict[str, pl.DataFrame] = {}

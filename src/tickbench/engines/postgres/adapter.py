@@ -151,6 +151,8 @@ def _choose_port() -> int:
 
 
 class Adapter(Engine):
+    has_server = True
+    concurrency_model = "processes"  # clients are processes connected to the server
     server: ServerProcess | None = None
     port: int = 0
     conn: psycopg.Connection[Any] | None = None

@@ -40,7 +40,7 @@ from tickbench.engines.server import (
     free_port,
     tools_dir,
 )
-from tickbench.suites.published import QueryParams
+from tickbench.params import QueryParams
 
 VERSION = "9.3.4"  # the newest org.questdb:questdb that resolves from Maven
 ARTIFACT = f"org.questdb:questdb:{VERSION}"
@@ -196,6 +196,8 @@ class _Writer(IngestClient):
 
 
 class Adapter(Engine):
+    has_server = True
+    concurrency_model = "processes"  # clients are processes connected to the server
     server: ServerProcess | None = None
     ports: dict[str, int]
     #: The server's cairo.commit.mode, written into server.conf at every start: it outlives a

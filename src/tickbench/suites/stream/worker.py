@@ -1,8 +1,6 @@
-"""The timing loops of the suites beyond the paper; they run inside the engine's worker.
-
-Each function drives one adapter (its optional ingest capability, or ``run_query``) and times
-every operation itself with ``perf_counter_ns``, like the worker's other operations; latencies
-go into HDR histograms (:mod:`tickbench.run.latency`) that the parent merges and records.
+"""The stream suite's work inside the engine's worker: replay the bulk-load day at a target
+rate with writer threads, poll for visibility, time the snapshot query; every latency goes into
+an HDR histogram that the parent merges and records.
 
 Writer, poller and query clients are threads of the worker: embedded engines allow one
 writing process per store (DuckDB locks its file, chDB one path per process), and the engines'
@@ -11,8 +9,6 @@ Python clients release the GIL while the engine works, so threads do run concurr
 
 from __future__ import annotations
 
-import itertools
-import random
 import shutil
 import threading
 import time
@@ -24,132 +20,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tickbench import latency
 from tickbench.data.calendar import BULK_DAY
-from tickbench.engines.base import Engine, IngestClient
-from tickbench.run import latency
+from tickbench.engines.base import Engine
+from tickbench.run.faults import open_client
 
 perf = time.perf_counter_ns
 
-# -- fault injection (tests only) ------------------------------------------------------------
 
+def stream_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+    """The worker operation ``stream``: one cell (:func:`stream_cell`)."""
+    return stream_cell(adapter, Path(msg["store"]), msg["rate"], msg["writers"], msg["seconds"],
+                       msg["max_batch"], fault)
 
-class _Stalling(IngestClient):
-    """Test-only: delays the Nth write of the worker (counted over all its clients) once,
-    inside the writer's timed interval, as an engine that stalls (a checkpoint, a GC) would."""
-
-    counter = itertools.count(1)  # next() is atomic under the GIL: one count per write
-
-    def __init__(self, inner: IngestClient, seconds: float, nth: int) -> None:
-        self.inner, self.seconds, self.nth = inner, seconds, nth
-
-    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        if next(self.counter) == self.nth:
-            time.sleep(self.seconds)
-        self.inner.write(table, rows)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-class _Losing(IngestClient):
-    """Test-only: acknowledges every Nth write without making it, as an engine that loses
-    acknowledged rows would (the durability suite must catch it)."""
-
-    def __init__(self, inner: IngestClient, nth: int) -> None:
-        self.inner, self.nth, self.count = inner, nth, 0
-
-    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        self.count += 1
-        if self.count % self.nth:
-            self.inner.write(table, rows)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-def open_client(adapter: Engine, fault: dict[str, str]) -> IngestClient:
-    """A new ingest client, wrapped by the ``stall=SECONDS@N`` or ``lose=N`` fault when set."""
-    client = adapter.ingest_client()
-    if "lose" in fault:
-        return _Losing(client, int(fault["lose"]))
-    if "stall" in fault:
-        seconds, _, nth = fault["stall"].partition("@")
-        return _Stalling(client, float(seconds), int(nth or 1))
-    return client
-
-
-# -- tick-latency -------------------------------------------------------------------------------
-
-TICK_BASE_NS = 1_656_633_600 * 1_000_000_000  # 2022-07-01T00:00Z, outside the dataset's days
-TICK_STEP_NS = 1_000  # one event per µs, so engines with µs timestamps keep every one distinct
-
-
-def tick_syms(x: int) -> list[str]:
-    return [f"TICK{k:04d}" for k in range(x)]
-
-
-def _tick_row(i: int, syms: list[str]) -> tuple[Any, ...]:
-    """Event ``i`` of the feed: tickers interleaved round-robin, as a consolidated feed
-    delivers them; every field derives from ``i`` so the read-back is checkable."""
-    return (TICK_BASE_NS + i * TICK_STEP_NS, "COINBASE", syms[i % len(syms)], "buy" if i % 2 else "sell",
-            100.0 + (i % 997) * 0.01, 1.0 + (i % 13) * 0.5, i)
-
-
-def tick_rep(adapter: Engine, store: Path, x: int, y: int, batch: int, fault: dict[str, str]) -> dict[str, Any]:
-    """One repetition of a tick-latency cell in a fresh store: write ``x*y`` events one per
-    write (``batch`` 1) or ``batch`` per write, then read each ticker back in time order and
-    check every row. Returns seconds, histograms and the rows written and read."""
-    shutil.rmtree(store, ignore_errors=True)
-    syms = tick_syms(x)
-    n = x * y
-    write_h, read_h = latency.new(), latency.new()
-    adapter.ingest_open(store)
-    try:
-        client = open_client(adapter, fault)
-        engine_ns = 0
-        t_start = perf()
-        for lo in range(0, n, batch):
-            rows = [_tick_row(i, syms) for i in range(lo, min(n, lo + batch))]
-            t0 = perf()
-            client.write("trades", rows)
-            dt = perf() - t0
-            engine_ns += dt
-            # In a batch, every event waits for its batch's acknowledgement.
-            latency.record(write_h, dt, len(rows))
-        write_ns = perf() - t_start
-        client.close()
-        read_rows = 0
-        wrong = ""
-        t_start = perf()
-        for k, sym in enumerate(syms):
-            t0 = perf()
-            table = adapter.ingest_read("trades", sym)
-            latency.record(read_h, perf() - t0)
-            read_rows += table.num_rows
-            wrong = wrong or _check_ticker(table, k, x, y)
-        read_ns = perf() - t_start
-    finally:
-        adapter.ingest_close()
-        shutil.rmtree(store, ignore_errors=True)
-    return {"written": n, "read": read_rows, "wrong": wrong, "write_ns": write_ns, "engine_write_ns": engine_ns,
-            "read_ns": read_ns, "write_hdr": latency.encode(write_h), "read_hdr": latency.encode(read_h)}
-
-
-def _check_ticker(table: pa.Table, k: int, x: int, y: int) -> str:
-    """"" when ``table`` holds exactly ticker ``k``'s events in time order, else why not."""
-    if table.num_rows != y:
-        return f"ticker {k}: {table.num_rows} rows read back, {y} written"
-    ts = table.column("ts").cast(pa.int64()).to_numpy()
-    ids = table.column("trade_id").cast(pa.int64()).to_numpy()
-    want = k + np.arange(y, dtype=np.int64) * x
-    if not np.array_equal(ids, want):
-        return f"ticker {k}: rows differ from those written, or not in time order"
-    if not np.array_equal(ts, TICK_BASE_NS + want * TICK_STEP_NS):
-        return f"ticker {k}: timestamps differ from those written"
-    return ""
-
-
-# -- stream -------------------------------------------------------------------------------------
 
 MAX_REPLAY = 1_000_000  # events held in memory for one cell (a book row is ~1.5 kB as Python)
 
@@ -357,47 +240,3 @@ def _visibility(acks: list[list[tuple[int, int]]], polls: list[tuple[int, int, i
             break
         latency.record(h, polls[k][1] - ack, nrows)
     return h
-
-
-# -- concurrency --------------------------------------------------------------------------------
-
-
-def mix_loop(instances: list[Engine], qids: list[str], expected: dict[str, int], seconds: float,
-             seed: int, first_client: int, start_at: float) -> dict[str, Any]:
-    """Each instance is one client (a thread): it runs the query mix, each round in its own
-    seeded order, until ``seconds`` have passed (the query under way then completes).
-    ``start_at`` (epoch seconds) lines clients in several processes up on one start."""
-    out: list[dict[str, Any]] = [{} for _ in instances]
-
-    def client(c: int) -> None:
-        rng = random.Random(f"{seed}/concurrency/{first_client + c}")
-        h = latency.new()
-        counts: dict[str, int] = {}
-        wrong: list[str] = []
-        time.sleep(max(0.0, start_at - time.time()))
-        t_start = perf()
-        deadline = t_start + int(seconds * 1e9)
-        try:
-            while perf() < deadline:
-                order = list(qids)
-                rng.shuffle(order)
-                for q in order:
-                    t0 = perf()
-                    table = instances[c].run_query(q)
-                    latency.record(h, perf() - t0)
-                    counts[q] = counts.get(q, 0) + 1
-                    if table.num_rows != expected[q]:
-                        wrong.append(f"{q}: {table.num_rows} rows, expected {expected[q]}")
-                    if perf() >= deadline:
-                        break
-            out[c] = {"hdr": latency.encode(h), "counts": counts, "wrong": wrong[:5],
-                      "seconds": (perf() - t_start) / 1e9}
-        except Exception as exc:
-            out[c] = {"error": f"{type(exc).__name__}: {exc}"}
-
-    threads = [threading.Thread(target=client, args=(c,)) for c in range(len(instances))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return {"clients": out}

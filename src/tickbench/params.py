@@ -1,8 +1,6 @@
-"""The published suite (SPEC §2.1): the 14 queries, W and SE, as data.
-
-Each query is named by its id; its answer has exactly ``columns``, sorted ascending by
-``sort_by``. Engines implement the queries in their own dialect (``engines/<name>/queries``),
-the reference implementation in :mod:`tickbench.reference`.
+"""The concrete parameters of a run: the days, the symbol and the random probe times that every
+engine's queries and the reference bind (SPEC §2), and the scaling suite's rebinding of them to
+one time span. Engines, suites and the reference all read them from here.
 """
 
 from __future__ import annotations
@@ -16,48 +14,6 @@ from tickbench.rng import stream
 NS_PER_US = 1_000
 HOUR_NS = 3_600 * 1_000_000_000
 DAY_NS = 24 * HOUR_NS
-
-
-@dataclass(frozen=True)
-class Benchmark:
-    """One benchmark of the published suite."""
-
-    id: str
-    category: str  # the reference paper's grouping: write/storage, read, compute-heavy, complex
-    kind: str  # "query", "load" or "storage"
-    description: str
-    columns: tuple[str, ...] = ()
-    sort_by: tuple[str, ...] = ()
-
-
-def _q(id: str, category: str, description: str, columns: str, sort_by: str) -> Benchmark:
-    return Benchmark(id, category, "query", description, tuple(columns.split()), tuple(sort_by.split()))
-
-
-QUERIES: tuple[Benchmark, ...] = (
-    _q("T-V1", "read", "volume per (sym, side, minute) on D", "sym side bucket volume", "sym side bucket"),
-    _q("T-V2", "read", "volume per (sym, side, day) over M", "sym side day volume", "sym side day"),
-    _q("T-VWAP", "compute-heavy", "per-minute VWAP of S on D", "bucket vwap", "bucket"),
-    _q("O-T", "read", "top of book of S at 10 random times in M", "t ts b1price b1size a1price a1size", "t"),
-    _q("O-B1", "read", "max best bid per sym over W", "sym max_bid", "sym"),
-    _q("O-B2", "read", "max best bid per sym over M", "sym max_bid", "sym"),
-    _q("O-S", "compute-heavy", "spread of every snapshot of S on D", "ts spread", "ts"),
-    _q("O-V1", "compute-heavy", "per-minute average top-level depth of S over W",
-       "bucket bid_depth ask_depth", "bucket"),
-    _q("O-V2", "compute-heavy", "per-hour average 5-level depth of S over M", "bucket bid_depth ask_depth", "bucket"),
-    _q("O-NBBO", "complex", "NBBO of S over five venues at 10 random times on X", "t nbb nbo", "t"),
-    _q("C-R", "complex", "5-minute mid-quote log returns of S on D", "bucket ret", "bucket"),
-    _q("C-VT", "complex", "hourly volatility of 5-minute trade-price returns of S on D", "hour vol", "hour"),
-    _q("C-VO1", "complex", "hourly volatility of 5-minute mid-quote returns of S on D", "hour vol", "hour"),
-    _q("C-VO2", "complex", "4-hourly volatility of hourly mid-quote returns of S over W", "bucket4h vol", "bucket4h"),
-)
-LOADS: tuple[Benchmark, ...] = (
-    Benchmark("W", "write/storage", "load", "bulk load of the bulk-load day (CSV, and Parquet separately)"),
-    Benchmark("SE", "write/storage", "storage", "bytes on disk for the 30-day period / bytes as CSV, %"),
-)
-BENCHMARKS: tuple[Benchmark, ...] = QUERIES + LOADS
-QUERY_IDS = tuple(q.id for q in QUERIES)
-BY_ID = {b.id: b for b in BENCHMARKS}
 
 PROBES = 10  # random times per O-T / O-NBBO
 
@@ -102,11 +58,11 @@ class QueryParams:
         }
 
 
-def _day_ns(iso: str) -> int:
+def day_ns(iso: str) -> int:
     return (dt.date.fromisoformat(iso) - dt.date(1970, 1, 1)).days * DAY_NS
 
 
-def _probe_times(seed: int, name: str, start_ns: int, end_ns: int) -> tuple[int, ...]:
+def probe_times(seed: int, name: str, start_ns: int, end_ns: int) -> tuple[int, ...]:
     """``PROBES`` distinct whole-µs times in [start + 1 h, end), sorted, from the run's seed.
 
     Whole microseconds, so engines whose timestamps are µs can represent them exactly; the
@@ -130,11 +86,53 @@ def query_params(dataset_params: dict[str, Any], seed: int) -> QueryParams:
         month=month,
         symbol=p["symbol"],
         multi_day=p["multi_day"],
-        ot_times=_probe_times(seed, "O-T", _day_ns(month[0]), _day_ns(month[1]) + DAY_NS),
-        nbbo_times=_probe_times(seed, "O-NBBO", _day_ns(p["multi_day"]), _day_ns(p["multi_day"]) + DAY_NS),
+        ot_times=probe_times(seed, "O-T", day_ns(month[0]), day_ns(month[1]) + DAY_NS),
+        nbbo_times=probe_times(seed, "O-NBBO", day_ns(p["multi_day"]), day_ns(p["multi_day"]) + DAY_NS),
     )
 
 
 def to_datetime(ns: int) -> dt.datetime:
     """A whole-µs ns timestamp as a naive UTC datetime."""
     return dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ns // NS_PER_US)
+
+
+@dataclass(frozen=True)
+class SpanParams(QueryParams):
+    """The run's parameters with every query's time range rebound to one span.
+
+    ``days("day")``, ``days("week")`` and ``days("month")`` all return the span's days, so
+    ``bindings()`` gives ``day_*``, ``week_*`` and ``month_*`` over the same range and the
+    native query files run unchanged: "T-V1 over a week" is T-V1 with ``$day_start`` /
+    ``$day_end`` a week apart. The O-T probe times are redrawn inside the span. O-NBBO reads
+    the multi-exchange day, which no span changes (it scales with the scale factor only).
+    """
+
+    span_days: tuple[str, ...] = ()
+
+    def days(self, span: str) -> list[str]:
+        if span in ("day", "week", "month") and self.span_days:
+            return list(self.span_days)
+        return super().days(span)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**super().as_dict(), "span_days": list(self.span_days)}
+
+
+def span_params(base: QueryParams, span: str, seed: int) -> SpanParams:
+    """``base`` with every range rebound to the first day, week or month of its month."""
+    days = QueryParams.days(base, span)
+    first, last = days[0], days[-1]
+    ot = probe_times(seed, f"O-T/{span}", day_ns(first), day_ns(last) + DAY_NS)
+    return SpanParams(day=base.day, week=base.week, month=base.month, symbol=base.symbol,
+                      multi_day=base.multi_day, ot_times=ot, nbbo_times=base.nbbo_times,
+                      span_days=tuple(days))
+
+
+def params_from_dict(raw: dict[str, Any]) -> QueryParams:
+    """Rebuild :class:`QueryParams` (or :class:`SpanParams`) from ``as_dict()``."""
+    common = dict(day=raw["day"], week=tuple(raw["week"]), month=tuple(raw["month"]),
+                  symbol=raw["symbol"], multi_day=raw["multi_day"],
+                  ot_times=tuple(raw["ot_times"]), nbbo_times=tuple(raw["nbbo_times"]))
+    if raw.get("span_days"):
+        return SpanParams(**common, span_days=tuple(raw["span_days"]))
+    return QueryParams(**common)

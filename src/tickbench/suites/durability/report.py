@@ -4,7 +4,11 @@ setting allowed — the performance-versus-durability trade-off side by side."""
 
 from __future__ import annotations
 
+from html import escape
+
+from tickbench.report.widgets import chart_title, markdown_to_html
 from tickbench.results import Record
+from tickbench.suites.base import AddChart
 
 TITLE = "Durability under kill -9"
 
@@ -38,3 +42,34 @@ def render_durability(records: list[Record]) -> list[str]:
     wrong = [r for r in records if r.status == "wrong"]
     out += [f"- ✘ {r.engine} `{r.figures.get('setting', '')}`: {_status(r)}" for r in wrong]
     return out
+
+
+def chart(records: list[Record], add: AddChart) -> str | None:
+    """The trade-off: each (engine, setting)'s write rate, its bar red where acknowledged
+    rows were lost, labelled with how many."""
+    rows = [r for r in records if r.status in ("ok", "wrong") and "acknowledged" in r.figures]
+    if not rows:
+        return None
+    names = [escape(f"{r.engine} · {r.figures['setting']}") for r in rows]
+    lost = [int(r.figures["lost"]) for r in rows]
+    data = [{
+        "type": "bar", "orientation": "h", "y": names, "x": [r.figures["throughput"] for r in rows],
+        "marker": {"color": ["#d62728" if n else "#2ca02c" for n in lost]},
+        "text": [f"lost {n:,} of {r.figures['acknowledged']:,}" for n, r in zip(lost, rows, strict=True)],
+        "textposition": "auto", "hoverinfo": "x+text", "showlegend": False,
+    }]
+    layout = {
+        "height": 120 + 34 * len(rows), "margin": {"l": 20, "r": 20, "t": 36, "b": 50}, "font": {"size": 12},
+        "xaxis": {"title": {"text": "acknowledged writes/s, one event per write"}, "rangemode": "tozero"},
+        "yaxis": {"automargin": True, "autorange": "reversed"},
+        "annotations": [chart_title("write rate per durability setting; red: acknowledged rows lost to kill -9")],
+    }
+    return add("chart-beyond-durability", data, layout)
+
+
+
+def html(records: list[Record], add: AddChart) -> str:
+    """Its Markdown table, as HTML, under its trade-off chart."""
+    c = chart(records, add)
+    box = f'<div class="chartbox">{c}</div>' if c else ""
+    return box + markdown_to_html(render_durability(records))

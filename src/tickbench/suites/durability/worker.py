@@ -19,7 +19,7 @@ A cell, in order (METHODOLOGY.md, "Durability"):
    (the recovery time); read every row back and compare with the ack log.
 
 Steps 1, 2 and 4 are here; the parent's part (3, and the records) is
-:mod:`tickbench.run.durability_cells`.
+:mod:`tickbench.suites.durability.suite`.
 
 Events are trades whose every field derives from the event number (``trade_id``), so a row
 read back is checked field by field. What a process kill tests is a crash of the engine's
@@ -43,7 +43,8 @@ from typing import Any
 import pyarrow as pa
 
 from tickbench.engines.base import Engine
-from tickbench.run.ingest import _tick_row, open_client, tick_syms
+from tickbench.run.faults import open_client
+from tickbench.suites.ingest import tick_row, tick_syms
 
 # One ack-log entry: event number, submitted and acknowledged (CLOCK_MONOTONIC ns, one clock
 # for every process of the machine, so the parent can read the worker's times).
@@ -54,6 +55,21 @@ clock = time.monotonic_ns
 
 
 # -- in the engine's worker -------------------------------------------------------------------
+
+
+def open_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+    """The worker operation ``durability_open``."""
+    return open_store(adapter, Path(msg["store"]), msg["setting"])
+
+
+def write_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+    """The worker operation ``durability_write``."""
+    return write_until_killed(adapter, msg["seconds"], msg["writers"], Path(msg["ack_log"]), fault)
+
+
+def recover_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+    """The worker operation ``durability_recover``."""
+    return recover(adapter, Path(msg["store"]), msg["setting"], Path(msg["ack_log"]))
 
 
 def server_pids(adapter: Engine) -> list[int]:
@@ -88,7 +104,7 @@ def write_until_killed(adapter: Engine, seconds: float, writers: int, ack_log: P
         try:
             while not first_ack or clock() < first_ack[0] + seconds * 1e9:
                 t0 = clock()
-                client.write("trades", [_tick_row(i, syms)])
+                client.write("trades", [tick_row(i, syms)])
                 t1 = clock()
                 os.write(fd, ACK.pack(i, t0, t1))  # one write(2) per entry: whole entries only
                 if not first_ack:
@@ -150,7 +166,7 @@ def compare(acks: dict[int, tuple[int, int]], tables: list[pa.Table]) -> dict[st
         for row in zip(ts, *cols, strict=True):
             i = int(row[-1])
             seen[i] += 1
-            if tuple(row) != _tick_row(i, syms):
+            if tuple(row) != tick_row(i, syms):
                 changed.append(i)
     lost = sorted(i for i in acks if i not in seen)
     return {

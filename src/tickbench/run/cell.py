@@ -1,0 +1,172 @@
+"""One engine's cells of one suite: the workers, the records, and the one place where a failed
+cell is handled (timeout, crash, engine error, a server that died under it).
+
+A suite's :meth:`~tickbench.suites.base.Suite.run` gets a :class:`CellContext`. It makes
+:class:`Worker` s (engine processes, started and optionally loaded) and records cells with
+:meth:`CellContext.record`; :meth:`Worker.attempt` runs one cell's body and turns any failure
+into that cell's record, restarting the engine for the next cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tickbench.data.dataset import Dataset
+from tickbench.engines.base import Engine, EngineInfo
+from tickbench.params import QueryParams
+from tickbench.reference import ReferenceAnswers
+from tickbench.results import Record
+from tickbench.run.worker import CellTimeout, EngineError, EngineProcess, WorkerDied
+from tickbench.suites.base import Options, Suite
+
+FAILURES = (CellTimeout, WorkerDied, EngineError)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How each cell is measured (SPEC §3)."""
+
+    repetitions: int = 10
+    warmup: int = 1
+    timeout_s: float = 300.0
+    load_timeout_s: float = 3600.0
+    load_repetitions: int = 3  # W: each path this many times, interleaved; the median is reported
+    cold: bool = False
+    save_answers: Path | None = None  # directory for answers/<engine>/<ID>.parquet
+
+
+@dataclass
+class CellContext:
+    """What a suite's run of one engine has to hand."""
+
+    suite: Suite
+    info: EngineInfo
+    engine: type[Engine]
+    ds: Dataset
+    params: QueryParams
+    refs: ReferenceAnswers
+    workdir: Path
+    protocol: Protocol
+    opts: Options
+    seed: int
+    on_record: Callable[[Record], None]
+    #: Run-wide artefacts a suite computes once and shares between engines (e.g. the
+    #: scaling suite's larger datasets), by the suite's own keys.
+    shared: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)  # the engine's version, settings, load figures
+
+    def record(self, bench: str, status: str, reason: str = "", **extra: Any) -> Record:
+        """Make the cell's record (its figures checked against the suite's model) and hand it
+        to the run, which writes ``results.json`` at once."""
+        rec = self.make(bench, status, reason, **extra)
+        self.on_record(rec)
+        return rec
+
+    def make(self, bench: str, status: str, reason: str = "", **extra: Any) -> Record:
+        figures = extra.pop("figures", None) or {}
+        model = self.suite.figures_model
+        if model is not None and figures:
+            figures = model.model_validate(figures).model_dump(exclude_unset=True)
+        return Record(engine=self.info.name, benchmark=bench, suite=self.suite.name,
+                      category=self.suite.category(bench), status=status, reason=reason,  # type: ignore[arg-type]
+                      figures=figures, **extra)
+
+    def worker(self, name: str, ds: Dataset | None = None, load: bool = False) -> Worker:
+        """A worker for the engine over ``workdir/name`` (not started yet)."""
+        return Worker(self, name, ds or self.ds, load)
+
+    def all_failed(self, todo: list[str], exc: Exception) -> None:
+        """Record every cell of ``todo`` as failed because the engine did not start or load."""
+        status = "timeout" if isinstance(exc, CellTimeout) else "error"
+        for bench in todo:
+            self.record(bench, status, f"engine did not start or load: {exc}")
+
+
+class Worker:
+    """One engine process for a suite, with the one copy of failure handling.
+
+    ``load``: whether :meth:`start` also loads the query data (an ingest suite's worker starts
+    an empty engine). After a failure the worker is killed and started again (and loaded again
+    only when the engine keeps no data across a restart); when that fails too, the next cell
+    tries once more and is recorded as an error if the engine still cannot start.
+    """
+
+    def __init__(self, ctx: CellContext, name: str, ds: Dataset, load: bool) -> None:
+        self.ctx = ctx
+        self.load = load
+        self.proc = EngineProcess(ctx.info.name, ctx.workdir / name, ds.root, ctx.params)
+        self.down: str | None = None  # why the engine is not running after a failed restart
+
+    def call(self, timeout: float, **msg: Any) -> dict[str, Any]:
+        return self.proc.call(timeout, **msg)
+
+    def start(self, load: bool | None = None) -> None:
+        """Start the engine (and load it when the worker loads); failures raise."""
+        timeout = self.ctx.protocol.load_timeout_s
+        self.proc.call(timeout, op="start")
+        if self.load if load is None else load:
+            reply = self.proc.call(timeout, op="load")
+            self.ctx.meta.setdefault("load_seconds", reply["ns"] / 1e9)  # the first load's, not a restart's
+            self.ctx.meta.setdefault("load_rows", reply["rows"])
+
+    def start_or_fail(self, todo: list[str]) -> bool:
+        """Start; on failure record every cell of ``todo`` as failed and return False."""
+        try:
+            self.start()
+        except FAILURES as exc:
+            self.proc.kill()
+            self.ctx.all_failed(todo, exc)
+            return False
+        return True
+
+    def recover(self) -> None:
+        """Kill the worker (and its servers) and start the engine again over its stored data."""
+        self.proc.kill()
+        try:
+            self.start(load=self.load and not self.ctx.engine.persistent)
+            self.down = None
+        except FAILURES as exc:
+            self.proc.kill()  # the next cell tries again from a fresh worker
+            self.down = str(exc)
+
+    def revive(self) -> str | None:
+        """Start the engine again if an earlier restart failed; the reason if it still fails."""
+        if self.down is None:
+            return None
+        self.recover()
+        return None if self.down is None else f"the engine could not be restarted after a failure: {self.down}"
+
+    def failure(self, exc: Exception) -> tuple[str, str]:
+        """The status and reason of a cell that failed with ``exc``; the engine is restarted
+        when the failure left it dead (a timeout or crash kills the worker; an engine error
+        whose server processes ended means the server crashed)."""
+        if isinstance(exc, CellTimeout):
+            self.recover()
+            return "timeout", str(exc)
+        if isinstance(exc, WorkerDied):
+            self.recover()
+            return "error", f"engine crashed: {exc}"
+        if self.proc.servers_alive():
+            return "error", str(exc)
+        self.recover()
+        return "error", f"engine crashed: its server process ended; restarted for the next cell ({exc})"
+
+    def attempt(self, bench: str, body: Callable[[], Record], **extra: Any) -> Record:
+        """Run one cell's ``body`` (which makes its record); a failure becomes the cell's
+        record with ``extra`` (e.g. the figures so far). The record is returned, not sent."""
+        if (down := self.revive()) is not None:
+            return self.ctx.make(bench, "error", down, **extra)
+        try:
+            return body()
+        except FAILURES as exc:
+            status, reason = self.failure(exc)
+            return self.ctx.make(bench, status, reason[:2000], **extra)
+
+    def close(self) -> None:
+        self.proc.close()
+
+    def kill(self) -> None:
+        self.proc.kill()

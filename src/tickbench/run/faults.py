@@ -1,0 +1,111 @@
+"""Test-only fault injection, read from ``$TICKBENCH_FAULTS``; never set outside tests.
+
+``duckdb:slow=0.05;duckdb:crash=O-S;duckdb:hang=O-V1;duckdb:wrong=T-V1``: ``slow`` adds seconds
+to every query inside the timed interval, ``crash`` ends the worker on that query as an engine
+crash would, ``hang`` never returns, ``wrong`` drops the last row of the answer,
+``kill_server=ID`` SIGKILLs the engine's server processes as query ID starts,
+``kill_server_load=SECONDS`` that long into the load, ``stall=SECONDS@N`` delays the worker's
+Nth ingest write once (inside the writer's timed interval), ``lose=N`` acknowledges every Nth
+ingest write of a client without making it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import psutil
+
+from tickbench.engines.base import Engine, IngestClient
+
+FAULTS_ENV = "TICKBENCH_FAULTS"
+
+
+def faults(engine: str) -> dict[str, str]:
+    """The faults set for ``engine``, by kind."""
+    out: dict[str, str] = {}
+    for item in os.environ.get(FAULTS_ENV, "").split(";"):
+        name, _, spec = item.partition(":")
+        if name.strip() == engine and "=" in spec:
+            key, _, value = spec.partition("=")
+            out[key.strip()] = value.strip()
+    return out
+
+
+def kill_servers(adapter: Engine, delay: float = 0.0) -> None:
+    """SIGKILL the adapter's server processes (not the worker) after ``delay`` seconds, from a
+    thread, as a server crashing under the worker would."""
+    pids = [p for p in adapter.memory_pids() if p != os.getpid()]
+
+    def kill() -> None:
+        time.sleep(delay)
+        for pid in pids:
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).send_signal(signal.SIGKILL)
+
+    if delay:
+        threading.Thread(target=kill, daemon=True).start()
+    else:
+        kill()
+
+
+def inject(fault: dict[str, str], qid: str) -> None:
+    """The query faults (crash, hang, slow) for query ``qid``, inside the timed interval."""
+    if fault.get("crash") == qid:
+        os._exit(137)
+    if fault.get("hang") == qid:
+        while True:
+            time.sleep(3600)
+    if "slow" in fault:
+        time.sleep(float(fault["slow"]))
+
+
+class Stalling(IngestClient):
+    """Delays the Nth write of the worker (counted over all its clients) once, inside the
+    writer's timed interval, as an engine that stalls (a checkpoint, a GC) would."""
+
+    counter = itertools.count(1)  # next() is atomic under the GIL: one count per write
+
+    def __init__(self, inner: IngestClient, seconds: float, nth: int) -> None:
+        self.inner, self.seconds, self.nth = inner, seconds, nth
+
+    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        if next(self.counter) == self.nth:
+            time.sleep(self.seconds)
+        self.inner.write(table, rows)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class Losing(IngestClient):
+    """Acknowledges every Nth write without making it, as an engine that loses acknowledged
+    rows would (the durability suite must catch it)."""
+
+    def __init__(self, inner: IngestClient, nth: int) -> None:
+        self.inner, self.nth, self.count = inner, nth, 0
+
+    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        self.count += 1
+        if self.count % self.nth:
+            self.inner.write(table, rows)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def open_client(adapter: Engine, fault: dict[str, str]) -> IngestClient:
+    """A new ingest client, wrapped by the ``stall=SECONDS@N`` or ``lose=N`` fault when set."""
+    client = adapter.ingest_client()
+    if "lose" in fault:
+        return Losing(client, int(fault["lose"]))
+    if "stall" in fault:
+        seconds, _, nth = fault["stall"].partition("@")
+        return Stalling(client, float(seconds), int(nth or 1))
+    return client

@@ -1,0 +1,145 @@
+"""The suite contract.
+
+A suite lives in one package, ``suites/<name>/`` (``-`` in the suite's name is ``_`` in the
+folder's), whose ``suite.py`` defines ``SUITE``, an instance of a :class:`Suite` subclass. It
+declares, as data:
+
+* its name (the ``--suite`` value, the first part of its benchmark ids, the results' ``suite``),
+  title and place in ``--suite all`` and in the reports (``order``);
+* its options (:class:`Option`): each becomes a ``tickbench run`` flag, grouped under the
+  suite's title in ``tickbench run --help``, and is recorded in ``results.json``;
+* what it requires of an engine (:meth:`Suite.requires`: a reason when the engine cannot take
+  part, recorded in every cell as ``unsupported``);
+* its cells (:meth:`Suite.cell_ids`) and how to run them (:meth:`Suite.run`, through a
+  :class:`~tickbench.run.cell.CellContext` that owns workers, failures and records);
+* the operations it adds to the engine's worker process (``worker_ops``: functions that run
+  inside the worker and time their own work there);
+* the typed model of its records' ``figures`` (``figures_model``), checked when a record is
+  made and when results are read;
+* its sections in the reports (:meth:`Suite.markdown`, :meth:`Suite.html`) and its one figure
+  per cell in the terminal table (:meth:`Suite.headline`).
+
+Discovery (:mod:`tickbench.suites.registry`) finds every such package, so adding a suite
+edits no other file. Suites never read a clock outside their worker operations and the
+runner's cell context.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from tickbench.engines.base import Engine, EngineInfo
+    from tickbench.results import Record
+    from tickbench.run.cell import CellContext
+
+Options = dict[str, Any]  # one suite's option values, by option name
+#: A worker operation: (adapter, request, test-only faults) -> reply; runs in the engine's worker.
+WorkerOp = Callable[["Engine", dict[str, Any], dict[str, str]], dict[str, Any]]
+#: Adds one chart to the HTML page: (div id, traces, layout) -> the chart's HTML.
+AddChart = Callable[[str, list[dict[str, Any]], dict[str, Any]], str]
+
+
+class OptionError(ValueError):
+    """An option value that cannot be used; the message names the flag and the expected form."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One suite option and its ``tickbench run`` flag (``--`` + name with ``-`` for ``_``).
+
+    ``kind`` is ``int``, ``float`` or ``text``; a ``text`` option is given as text and turned
+    into its value by ``parse``. ``check`` returns why a value cannot be used (or ``None``).
+    ``decode`` rebuilds a value from its JSON form (tuples come back as lists).
+    """
+
+    name: str
+    default: Any
+    help: str
+    kind: str = "int"
+    parse: Callable[[str], Any] | None = None
+    text_default: str | None = None
+    check: Callable[[Any], str | None] | None = None
+    decode: Callable[[Any], Any] | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def value(self, given: Any) -> Any:
+        """The option's value from what the command line gave (text for ``text`` options)."""
+        value = self.parse(given) if self.kind == "text" and self.parse is not None else given
+        problem = self.check(value) if self.check is not None else None
+        if problem:
+            raise OptionError(f"{self.flag} {given}: {problem}")
+        return value
+
+    def from_json(self, raw: Any) -> Any:
+        return self.decode(raw) if self.decode is not None else raw
+
+
+class Suite(ABC):
+    """One suite: its declarations (class attributes) and its protocol."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    #: Where the suite comes in ``--suite all`` and in the reports (lower first).
+    order: ClassVar[int] = 100
+    #: One line for docs: what the suite measures.
+    summary: ClassVar[str] = ""
+    options: ClassVar[tuple[Option, ...]] = ()
+    figures_model: ClassVar[type[BaseModel] | None] = None
+    worker_ops: ClassVar[dict[str, WorkerOp]] = {}
+
+    def defaults(self) -> Options:
+        return {o.name: o.default for o in self.options}
+
+    def options_from_json(self, raw: dict[str, Any]) -> Options:
+        """Option values as ``results.json`` records them (missing ones take their default)."""
+        return {o.name: o.from_json(raw[o.name]) if o.name in raw else o.default for o in self.options}
+
+    def requires(self, engine: type[Engine], info: EngineInfo) -> str | None:
+        """Why ``engine`` cannot take part in this suite, or ``None`` when it can. The default:
+        the reason its ``engine.toml`` gives under the suite's name, if any."""
+        return info.unsupported.get(self.name)
+
+    @abstractmethod
+    def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
+        """Every benchmark id the suite records for ``engine`` under ``opts``, in run order."""
+
+    def category(self, benchmark: str) -> str:
+        """The record's category (the reference paper's grouping for the published suite)."""
+        return self.name
+
+    @abstractmethod
+    def run(self, ctx: CellContext, todo: list[str]) -> None:
+        """Record every cell of ``todo`` for the context's engine (``ctx.record`` each one)."""
+
+    def support(self, engine: type[Engine], info: EngineInfo) -> str:
+        """The engine's cell in the generated support matrix."""
+        reason = self.requires(engine, info)
+        return f"— {reason}" if reason else "✔"
+
+    # -- reports --------------------------------------------------------------------------
+
+    def markdown(self, records: list[Record]) -> list[str]:
+        """The suite's Markdown section body in ``report.md`` (the shell adds the title)."""
+        return []
+
+    def html(self, records: list[Record], add_chart: AddChart) -> str:
+        """The suite's HTML section body in ``report.html`` (tables and charts)."""
+        return ""
+
+    def headline(self, record: Record) -> str:
+        """The one figure that sums up an ok cell in the terminal table."""
+        return ""
+
+    def beside_published(self) -> bool:
+        """Whether the suite's section goes with the suites beyond the paper (all but the
+        published suite, whose figures are the page itself)."""
+        return True

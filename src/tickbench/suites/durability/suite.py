@@ -1,0 +1,190 @@
+"""The durability suite's cells, in the parent: start the writers in the engine's worker, kill
+the engine at the seeded point, have it recover, and record what was lost (the protocol is in
+:mod:`tickbench.suites.durability.worker` and METHODOLOGY.md)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from tickbench import latency
+from tickbench.results import Record
+from tickbench.run.cell import FAILURES, CellContext, Worker
+from tickbench.run.worker import CellTimeout, EngineError, EngineProcess
+from tickbench.suites.base import AddChart, Option, Options, Suite, WorkerOp
+from tickbench.suites.durability import report
+from tickbench.suites.durability.worker import ACK, clock, kill_delay_s, open_op, read_acks, recover_op, write_op
+from tickbench.suites.ingest import requires_ingest
+
+if TYPE_CHECKING:
+    from tickbench.engines.base import Engine, EngineInfo
+
+WRITER_GRACE_S = 120.0  # how long writers may take to notice a dead server (client retries)
+
+
+def durability_id(setting: str) -> str:
+    return f"durability/{setting}"
+
+
+class DurabilityFigures(BaseModel):
+    """A durability cell: the setting and the kill, then what recovery found."""
+
+    model_config = ConfigDict(extra="forbid")
+    setting: str | None = None
+    meaning: str | None = None
+    durable: bool | None = None
+    writers: int | None = None
+    seconds_cap: float | None = None
+    kill_after_s: float | None = None
+    killed: str | None = None
+    finished_before_kill: bool | None = None
+    processes_killed: int | None = None
+    writer_saw: str | None = None
+    acknowledged: int | None = None
+    read: int | None = None
+    counted: int | None = None
+    lost: int | None = None
+    lost_first: list[int] | None = None
+    changed: int | None = None
+    changed_first: list[int] | None = None
+    duplicated: int | None = None
+    unacknowledged_present: int | None = None
+    recovery_s: float | None = None
+    throughput: float | None = None
+    latency: dict[str, Any] | None = None
+
+
+class DurabilitySuite(Suite):
+    name = "durability"
+    title = report.TITLE
+    order = 50
+    summary = "kill -9 mid-ingest, recover, count acknowledged rows lost, per durability setting"
+    options = (
+        Option("durability_seconds", 10.0, "seconds writers stream after the first acknowledgement; the kill "
+               "falls 25-75 % in", kind="float", check=lambda v: None if v >= 1 else "must be at least 1"),
+        Option("durability_writers", 1, "writer clients, one event per write",
+               check=lambda v: None if v >= 1 else "must be at least 1"),
+    )
+    figures_model = DurabilityFigures
+    worker_ops: ClassVar[dict[str, WorkerOp]] = {
+        "durability_open": open_op, "durability_write": write_op, "durability_recover": recover_op}
+
+    def requires(self, engine: type[Engine], info: EngineInfo) -> str | None:
+        return requires_ingest(self.name, engine, info)
+
+    def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
+        return [durability_id(s) for s in tuple(engine.ingest_durability) or ("default",)]
+
+    def support(self, engine: type[Engine], info: EngineInfo) -> str:
+        reason = self.requires(engine, info)
+        return f"— {reason}" if reason else "✔ " + ", ".join(f"`{s}`" for s in engine.ingest_durability)
+
+    def run(self, ctx: CellContext, todo: list[str]) -> None:
+        """Record every durability cell of ``todo``, setting by setting."""
+        worker = ctx.worker("durability")
+        if not worker.start_or_fail(todo):
+            return
+        try:
+            for setting in ctx.engine.ingest_durability:
+                bench = durability_id(setting)
+                if bench in todo:
+                    ctx.on_record(_cell(ctx, worker, bench, setting))
+        finally:
+            worker.close()
+
+    def markdown(self, records: list[Record]) -> list[str]:
+        return report.render_durability(records)
+
+    def html(self, records: list[Record], add_chart: AddChart) -> str:
+        return report.html(records, add_chart)
+
+    def headline(self, record: Record) -> str:
+        f = record.figures
+        return (f"{f['acknowledged']:,} acknowledged · {f['lost']:,} lost · recovery {f['recovery_s']:.2f} s · "
+                f"{f['throughput']:,.0f} writes/s")
+
+
+def slug(setting: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", setting)
+
+
+def _wait_first_ack(proc: EngineProcess, ack_log: Path, timeout: float) -> int:
+    """When the first acknowledgement is in the log; an early reply from the writer (it
+    failed before any) is raised as the engine's error."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ack_log.exists() and ack_log.stat().st_size >= ACK.size:
+            return clock()
+        assert proc.conn is not None
+        if proc.conn.poll(0):
+            reply = proc.receive(0)
+            raise EngineError("the writers stopped before any acknowledgement: " + "; ".join(reply["errors"]))
+        time.sleep(0.005)
+    proc.kill()
+    raise CellTimeout(f"no write acknowledged within {timeout:g} s")
+
+
+def _cell(ctx: CellContext, worker: Worker, bench: str, setting: str) -> Record:
+    cls = ctx.engine
+    seconds, writers = ctx.opts["durability_seconds"], ctx.opts["durability_writers"]
+    server = cls.has_server
+    proc = worker.proc
+    work = ctx.workdir / "durability" / slug(setting)
+    work.mkdir(parents=True, exist_ok=True)
+    store, ack_log = work / "store", work / "acks.bin"
+    delay = kill_delay_s(ctx.seed, ctx.info.name, setting, seconds)
+    figures: dict[str, Any] = {
+        "setting": setting, "meaning": cls.ingest_durability[setting], "durable": setting in cls.ingest_durable,
+        "writers": writers, "seconds_cap": seconds, "kill_after_s": round(delay, 3),
+        "killed": "server processes (SIGKILL)" if server else "writer process (SIGKILL)",
+    }
+    timeout = ctx.protocol.load_timeout_s
+    try:
+        proc.call(timeout, op="durability_open", store=str(store), setting=setting)
+        proc.send(op="durability_write", seconds=seconds, writers=writers, ack_log=str(ack_log))
+        first = _wait_first_ack(proc, ack_log, timeout)
+        time.sleep(max(0.0, first + delay * 1e9 - clock()) / 1e9)
+        # Did the writers finish before the kill came? (then it did not hit mid-stream)
+        assert proc.conn is not None
+        figures["finished_before_kill"] = bool(proc.conn.poll(0))
+        if server:
+            figures["processes_killed"] = proc.kill_servers()
+            wrote = proc.receive(seconds + WRITER_GRACE_S)
+        else:
+            proc.kill()
+            wrote = {"errors": []}
+        figures["writer_saw"] = (wrote["errors"] or ["no error"])[0]
+        r = proc.call(timeout, op="durability_recover", store=str(store), setting=setting, ack_log=str(ack_log))
+    except FAILURES as exc:
+        status, reason = worker.failure(exc)
+        return ctx.make(bench, status, reason[:2000], figures=figures)
+    acks = read_acks(ack_log)
+    h = latency.new()
+    for t0, t1 in acks.values():
+        latency.record(h, t1 - t0)
+    span = max(t1 for _, t1 in acks.values()) - min(t0 for t0, _ in acks.values()) if acks else 0
+    figures.update({k: r[k] for k in ("acknowledged", "read", "counted", "lost", "lost_first", "changed",
+                                      "changed_first", "duplicated", "unacknowledged_present")})
+    figures.update(recovery_s=r["recovery_ns"] / 1e9, throughput=len(acks) / (span / 1e9) if span else 0.0,
+                   latency=latency.summary(h))
+    problems = []
+    if r["changed"]:
+        problems.append(f"{r['changed']} acknowledged rows read back changed (first: {r['changed_first']})")
+    if r["duplicated"]:
+        problems.append(f"{r['duplicated']} rows read back more than once")
+    if r["lost"] and figures["durable"]:
+        problems.append(f"{r['lost']} acknowledged rows lost under {setting}, a setting that promises none "
+                        f"(first: {r['lost_first']})")
+    if problems:
+        return ctx.make(bench, "wrong", "; ".join(problems), verified=False, figures=figures,
+                           samples_ns=[r["recovery_ns"]], rows=r["acknowledged"])
+    notes = f"{r['lost']} acknowledged rows lost (not a durable setting)" if r["lost"] else ""
+    return ctx.make(bench, "ok", verified=True, figures=figures, samples_ns=[r["recovery_ns"]],
+                       rows=r["acknowledged"], notes=notes)
+
+
+SUITE = DurabilitySuite()

@@ -1,0 +1,163 @@
+"""The stream suite's declaration and protocol (METHODOLOGY.md, "Streaming ingest")."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from tickbench import latency
+from tickbench.results import Record
+from tickbench.run.cell import CellContext, Worker
+from tickbench.suites.base import AddChart, Option, OptionError, Options, Suite, WorkerOp
+from tickbench.suites.ingest import requires_ingest
+from tickbench.suites.stream import report
+from tickbench.suites.stream.worker import stream_op
+
+if TYPE_CHECKING:
+    from tickbench.engines.base import Engine, EngineInfo
+
+RATES: tuple[int | None, ...] = (10_000, 100_000, 1_000_000, None)  # None: as fast as possible
+
+
+def parse_rates(text: str) -> tuple[int | None, ...]:
+    """``"10000,100000,max"`` → ``(10000, 100000, None)``; ``max`` is as fast as possible."""
+    out: list[int | None] = []
+    for item in text.split(","):
+        item = item.strip().lower()
+        if item == "max":
+            out.append(None)
+        elif item.isdigit() and int(item) > 0:
+            out.append(int(item))
+        else:
+            raise OptionError(f"--stream-rates {text}: expected positive events/s or 'max', e.g. 10000,100000,max")
+    return tuple(out)
+
+
+def parse_counts(text: str, option: str) -> tuple[int, ...]:
+    """``"1,2,4"`` → ``(1, 2, 4)``, every count positive."""
+    items = [s.strip() for s in text.split(",")]
+    if not all(s.isdigit() and int(s) > 0 for s in items):
+        raise OptionError(f"{option} {text}: expected positive integers separated by commas, e.g. 1,2,4")
+    return tuple(int(s) for s in items)
+
+
+def rate_label(rate: int | None) -> str:
+    return "max" if rate is None else str(rate)
+
+
+def stream_id(rate: int | None, writers: int) -> str:
+    return f"stream/rate={rate_label(rate)}/writers={writers}"
+
+
+class StreamFigures(BaseModel):
+    """A stream cell: its target, then what was sent, acknowledged, read back and counted,
+    and the latency histograms (submit→ack, service, visibility, snapshot query)."""
+
+    model_config = ConfigDict(extra="forbid")
+    rate: str | None = None
+    writers: int | None = None
+    max_batch: int | None = None
+    seconds_cap: float | None = None
+    planned: int | None = None
+    written: int | None = None
+    read: int | None = None
+    counted: int | None = None
+    written_by_table: dict[str, int] | None = None
+    read_by_table: dict[str, int] | None = None
+    dataset_events: int | None = None
+    seconds: float | None = None
+    throughput: float | None = None
+    polls: int | None = None
+    latency: dict[str, Any] | None = None
+    service: dict[str, Any] | None = None
+    visibility: dict[str, Any] | None = None
+    snapshot_during: dict[str, Any] | None = None
+    snapshot_after: dict[str, Any] | None = None
+
+
+def _positive(v: float) -> str | None:
+    return None if v > 0 else "must be positive"
+
+
+class StreamSuite(Suite):
+    name = "stream"
+    title = "Streaming ingest (after STAC-M3)"
+    order = 20
+    summary = "the day's events replayed at fixed rates by n writers: throughput, latency, visibility"
+    options = (
+        Option("stream_rates", RATES, "target rates, events/s or max", kind="text", parse=parse_rates,
+               text_default="10000,100000,1000000,max", decode=lambda raw: tuple(raw)),
+        Option("stream_writers", (1, 2), "writer clients per cell, e.g. 1,2,4", kind="text",
+               parse=lambda t: parse_counts(t, "--stream-writers"), text_default="1,2", decode=tuple),
+        Option("stream_seconds", 10.0, "the most seconds of events one cell replays", kind="float", check=_positive),
+        Option("stream_max_batch", 1000, "the most events one write carries when a writer is behind",
+               check=lambda v: None if v >= 1 else "must be at least 1"),
+    )
+    figures_model = StreamFigures
+    worker_ops: ClassVar[dict[str, WorkerOp]] = {"stream": stream_op}
+
+    def requires(self, engine: type[Engine], info: EngineInfo) -> str | None:
+        return requires_ingest(self.name, engine, info)
+
+    def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
+        return [stream_id(r, w) for r in opts["stream_rates"] for w in opts["stream_writers"]]
+
+    def run(self, ctx: CellContext, todo: list[str]) -> None:
+        worker = ctx.worker("stream")
+        if not worker.start_or_fail(todo):
+            return
+        try:
+            for rate in ctx.opts["stream_rates"]:
+                for writers in ctx.opts["stream_writers"]:
+                    bench = stream_id(rate, writers)
+                    if bench in todo:
+                        ctx.on_record(self._cell(ctx, worker, bench, rate, writers))
+        finally:
+            worker.close()
+
+    def _cell(self, ctx: CellContext, worker: Worker, bench: str, rate: int | None, writers: int) -> Record:
+        o = ctx.opts
+        base: dict[str, Any] = {"rate": rate_label(rate), "writers": writers, "max_batch": o["stream_max_batch"],
+                                "seconds_cap": o["stream_seconds"]}
+
+        def body() -> Record:
+            r = worker.call(4 * o["stream_seconds"] + 120 + ctx.protocol.timeout_s, op="stream",
+                            store=str(ctx.workdir / "stream" / "store"), rate=rate, writers=writers,
+                            seconds=o["stream_seconds"], max_batch=o["stream_max_batch"])
+            figures = {
+                **base, **{k: r[k] for k in ("planned", "written", "read", "counted", "written_by_table",
+                                              "read_by_table", "dataset_events", "seconds", "throughput", "polls")},
+                "latency": latency.summary(latency.decode(r["latency_hdr"])),
+                "service": latency.summary(latency.decode(r["service_hdr"])),
+                "visibility": latency.summary(latency.decode(r["visibility_hdr"])),
+                "snapshot_during": latency.summary(latency.decode(r["snapshot_during_hdr"])),
+                "snapshot_after": latency.summary(latency.decode(r["snapshot_after_hdr"])),
+            }
+            notes = ""
+            if r["written"] < r["planned"]:
+                notes = (f"{r['planned'] - r['written']} of {r['planned']} events not sent before the cell's time "
+                         "limit: the engine fell behind the target rate")
+            if r["errors"]:
+                return ctx.make(bench, "error", "; ".join(r["errors"])[:2000], figures=figures)
+            if (r["read"] != r["written"] or r["counted"] != r["written"]
+                    or r["read_by_table"] != r["written_by_table"]):
+                return ctx.make(bench, "wrong", f"{r['written']} rows acknowledged, {r['read']} read back, "
+                                f"{r['counted']} counted", verified=False, figures=figures)
+            return ctx.make(bench, "ok", verified=True, samples_ns=[round(r["seconds"] * 1e9)], rows=r["written"],
+                            figures=figures, notes=notes)
+
+        return worker.attempt(bench, body, figures=base)
+
+    def markdown(self, records: list[Record]) -> list[str]:
+        return report.markdown(records)
+
+    def html(self, records: list[Record], add_chart: AddChart) -> str:
+        return report.html(records, add_chart)
+
+    def headline(self, record: Record) -> str:
+        f = record.figures
+        return f"{f['throughput']:,.0f} events/s · p99 {f['latency'].get('p99_us', 0) / 1e3:,.1f} ms"
+
+
+SUITE = StreamSuite()

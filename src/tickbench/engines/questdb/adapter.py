@@ -492,7 +492,7 @@ class Adapter(Engine):
     def load(self) -> int:
         for table in (*TABLES, "probes"):
             self._create(table, table)
-        days = self.params.days("month") + self.params.days("multi_day")
+        days = self.params.load_days()
         with self._sender() as sender:
             for table in TABLES:
                 self._send_parquet(sender, table, table, days)

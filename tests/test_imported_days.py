@@ -121,7 +121,7 @@ def test_generated_data_loads_the_same_days_as_before(tiny_params: QueryParams) 
 
 
 def _engines(kinds: tuple[str, ...]) -> list[object]:
-    out = []
+    out: list[object] = []
     for name, info in engine_infos().items():
         if info.kind in kinds:
             marks = [pytest.mark.slow] + ([pytest.mark.server] if info.kind == "server" else [])

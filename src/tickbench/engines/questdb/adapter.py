@@ -713,9 +713,10 @@ class Adapter(Engine):
         last partition) until it is released; closing it trims them to their data.
 
         Counted: the 30-day period's partitions as QuestDB's ``table_partitions()`` reports
-        them (the multi-exchange day is a partition of its own and is left out) and each
-        table's table-wide files (symbol dictionaries, metadata). WAL segments are transient
-        (purged once applied) and are not counted. The first key is the total."""
+        them (the multi-exchange day, when outside the period, is a partition of its own and is
+        left out) and each table's table-wide files (symbol dictionaries, metadata). WAL
+        segments are transient (purged once applied) and are not counted. The first key is
+        the total."""
         self._wait_applied(TABLES)
         self.stop()
         self.start()

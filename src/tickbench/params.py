@@ -37,6 +37,15 @@ class QueryParams:
         first, last = (dt.date.fromisoformat(d) for d in getattr(self, span))
         return [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
 
+    def load_days(self) -> list[str]:
+        """The ISO days an engine loads for the queries: the month's and the multi-exchange
+        day, each once, in date order (every venue's rows of each day).
+
+        Imported data usually has its multi-exchange day inside the month (a one-day import
+        has D = W = M = X), so simply joining the two lists would load that day twice:
+        doubled rows, or older rows appended after newer ones."""
+        return sorted({*self.days("month"), *self.days("multi_day")})
+
     def bindings(self) -> dict[str, Any]:
         """Named query parameters: half-open ``[*_start, *_end)`` ranges as naive UTC
         datetimes, the symbol, and the probe times as lists of naive UTC datetimes."""

@@ -141,15 +141,12 @@ class Adapter(Engine):
     def root(self) -> Path:
         return self.workdir / "lmdb"
 
-    def _query_days(self) -> list[str]:
-        return self.params.days("month") + self.params.days("multi_day")
-
     def _open(self, root: Path, data_bytes: int) -> tuple[adb.Arctic, Library]:
         ac = adb.Arctic(lmdb_uri(root, data_bytes), output_format="POLARS")
         return ac, ac.get_library(LIBRARY, create_if_missing=True, library_options=OPTIONS)
 
     def start(self) -> None:
-        self.ac, lib = self._open(self.root, self.dataset.sizes(self._query_days())["parquet_bytes"])
+        self.ac, lib = self._open(self.root, self.dataset.sizes(self.params.load_days())["parquet_bytes"])
         self.store = Store.open(lib)
 
     def stop(self) -> None:
@@ -177,7 +174,7 @@ class Adapter(Engine):
 
     def load(self) -> int:
         store = self._store()
-        symbols = self._write_days(store.lib, self._query_days())
+        symbols = self._write_days(store.lib, self.params.load_days())
         self.store = Store.open(store.lib)
         return stored_rows(store.lib, symbols)
 

@@ -263,7 +263,7 @@ class Adapter(Engine):
         return sum(self._scalars(COUNT, {"db": db, "table": t})[0] for t in TABLES)
 
     def load(self) -> int:
-        days = self.params.days("month") + self.params.days("multi_day")
+        days = self.params.load_days()
         for table in TABLES:
             self._sql(DROP_TABLE, {"db": DB, "table": table})
         self._sql(SCHEMA, {"db": DB})

@@ -95,7 +95,7 @@ class Adapter(Engine):
     def load(self) -> int:
         con = self._conn()
         con.execute(SCHEMA)
-        days = self.params.days("month") + self.params.days("multi_day")
+        days = self.params.load_days()
         for table in TABLES:
             self._insert_parquet(con, table, days)
         con.execute("CHECKPOINT")

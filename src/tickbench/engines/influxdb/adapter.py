@@ -277,7 +277,7 @@ class Adapter(Engine):
             yield table, pl.read_parquet(f)
 
     def load(self) -> int:
-        days = self.params.days("month") + self.params.days("multi_day")
+        days = self.params.load_days()
         expected = self.dataset.sizes(days)["rows"]
         frames = (fr for t in TABLES for fr in self._parquet_frames(t, days))
         rows = self._load_frames(DB, frames, expected)

@@ -329,7 +329,7 @@ class Adapter(Engine):
         shutil.rmtree(self.hdb, ignore_errors=True)
         self.hdb.mkdir(parents=True)
         rows = 0
-        for day in self.params.days("month") + self.params.days("multi_day"):
+        for day in self.params.load_days():
             for table in TABLES:
                 rows += self._write(kx, self.hdb, table, day, self._day(table, day))
         kx.q(".tb.open", kx.CharVector(str(self.hdb)))

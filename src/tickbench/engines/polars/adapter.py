@@ -81,7 +81,7 @@ class Adapter(Engine):
 
     def load(self) -> int:
         """Read the 30-day period and the multi-exchange day into RAM, in time order."""
-        days = self.params.days("month") + self.params.days("multi_day")
+        days = self.params.load_days()
         for table in TABLES:
             files = [str(f) for f in self.dataset.files(table, days)]
             df = pl.read_parquet(files)

@@ -410,7 +410,7 @@ class Adapter(Engine):
             return variant, self._finish(c, variant)
 
     def load(self) -> int:
-        days = self.params.days("month") + self.params.days("multi_day")
+        days = self.params.load_days()
         self._fresh_database(DB)
         _, rows = self._load_parquet(DB, days)
         # VACUUM resets the tables' insert counters, so autovacuum does not vacuum them in the

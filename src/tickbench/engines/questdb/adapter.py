@@ -494,7 +494,7 @@ class Adapter(Engine):
     def load(self) -> int:
         for table in (*TABLES, "probes"):
             self._create(table, table)
-        days = self.params.days("month") + self.params.days("multi_day")
+        days = self.params.load_days()
         with self._sender() as sender:
             for table in TABLES:
                 self._send_parquet(sender, table, table, days)
@@ -715,9 +715,10 @@ class Adapter(Engine):
         last partition) until it is released; closing it trims them to their data.
 
         Counted: the 30-day period's partitions as QuestDB's ``table_partitions()`` reports
-        them (the multi-exchange day is a partition of its own and is left out) and each
-        table's table-wide files (symbol dictionaries, metadata). WAL segments are transient
-        (purged once applied) and are not counted. The first key is the total."""
+        them (the multi-exchange day, when outside the period, is a partition of its own and is
+        left out) and each table's table-wide files (symbol dictionaries, metadata). WAL
+        segments are transient (purged once applied) and are not counted. The first key is
+        the total."""
         self._wait_applied(TABLES)
         self.stop()
         self.start()

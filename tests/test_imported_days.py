@@ -21,10 +21,11 @@ from typer.testing import CliRunner
 from tickbench.cli import app
 from tickbench.data.dataset import Dataset
 from tickbench.engines.registry import availability, engine_infos
+from tickbench.params import QueryParams, query_params
 from tickbench.results import read_results
-from tickbench.run.published import Protocol
+from tickbench.run.cell import Protocol
 from tickbench.run.session import RunConfig, run
-from tickbench.suites.published import QUERIES, QueryParams, query_params
+from tickbench.suites.published import QUERIES
 
 SEED = 11
 SYM = "BTC-USD"

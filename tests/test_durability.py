@@ -73,7 +73,7 @@ def _check_cells(results: Results, engine: str) -> None:
         assert f["acknowledged"] > 0 and not f["finished_before_kill"], f
         assert f["changed"] == 0 and f["duplicated"] == 0
         # At most one write per writer was in flight when the kill came.
-        assert f["unacknowledged_present"] <= OPTS.durability_writers
+        assert f["unacknowledged_present"] <= OPTS["durability"]["durability_writers"]
         assert f["recovery_s"] > 0 and f["throughput"] > 0 and f["latency"]["count"] == f["acknowledged"]
         if setting in cls.ingest_durable:
             assert f["lost"] == 0, f"{engine} lost {f['lost']} acknowledged rows under {setting}"

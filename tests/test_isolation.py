@@ -65,3 +65,27 @@ def test_existing_results_are_not_overwritten(tiny: Dataset, tmp_path: Path) -> 
     with pytest.raises(RunError, match="--resume"):
         run(_cfg(tiny, out))
     assert (out / "results.json").read_text() == "{}"
+
+
+def test_memory_budget_stops_an_engine_not_the_run(
+    tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An engine whose processes grow past the memory budget is stopped with an error that
+    names the engine and the budget (never a kernel OOM kill of the run); the run goes on, and
+    every engine's sampled peak and the runner's own peak are in the results."""
+    monkeypatch.setenv("TICKBENCH_MEMORY_BUDGET_GB", "0.02")  # 20 MiB: less than any worker needs
+    cfg = _cfg(tiny, tmp_path / "tight")
+    cfg.engines = ["duckdb", "polars"]
+    results = run(cfg)
+    assert len(results.records) == 2 * len(BY_ID)
+    failed = [r for r in results.records if r.status not in ("not_applicable", "unsupported")]
+    assert failed and all(r.status == "error" for r in failed)
+    assert all("memory budget of 0.0 GiB" in r.reason and "TICKBENCH_MEMORY_BUDGET_GB" in r.reason
+               for r in failed), failed[0].reason
+    assert {r.engine for r in failed} == {"duckdb", "polars"}
+    assert any("the duckdb engine's processes held" in r.reason for r in failed)
+    monkeypatch.delenv("TICKBENCH_MEMORY_BUDGET_GB")
+    ok = run(_cfg(tiny, tmp_path / "roomy"))
+    duck = ok.environment.engines["duckdb"]
+    assert 0 < duck["peak_rss_bytes"] < duck["memory_budget_bytes"]
+    assert ok.environment.runner_peak_rss_bytes and ok.environment.runner_peak_rss_bytes > 0

@@ -61,9 +61,9 @@ def test_tick_latency(tiny: Dataset, tmp_path: Path) -> None:
     for rec in by_id.values():
         f = rec.figures
         assert rec.status == "ok" and rec.verified, rec.reason
-        assert f["written"] == f["read"] == 2 * 500 * TINY.tick_reps
-        assert len(f["write_s"]) == TINY.tick_reps and f["write_s_std"] >= 0
-        assert latency.decode(f["latency"]["hdr"]).get_total_count() == 2 * 500 * TINY.tick_reps
+        assert f["written"] == f["read"] == 2 * 500 * TINY["tick-latency"]["tick_reps"]
+        assert len(f["write_s"]) == TINY["tick-latency"]["tick_reps"] and f["write_s_std"] >= 0
+        assert latency.decode(f["latency"]["hdr"]).get_total_count() == 2 * 500 * TINY["tick-latency"]["tick_reps"]
     saved = read_results(tmp_path / "r" / "results.json")
     assert saved.records[0].figures["latency"]["hdr"]
     assert "Tick latency" in render_beyond(saved)

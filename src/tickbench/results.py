@@ -113,7 +113,8 @@ class Environment(BaseModel):
     os: str
     python: str
     tickbench_version: str
-    engines: dict[str, dict[str, Any]] = Field(default_factory=dict)  # name -> version, settings
+    engines: dict[str, dict[str, Any]] = Field(default_factory=dict)  # name -> version, settings, peak RSS
+    runner_peak_rss_bytes: int | None = None  # the tickbench process itself (reference answers, reports)
 
 
 class Dataset(BaseModel):

@@ -19,7 +19,7 @@ from tickbench.engines.base import Engine, EngineInfo
 from tickbench.params import QueryParams
 from tickbench.reference import ReferenceAnswers
 from tickbench.results import Record
-from tickbench.run.worker import CellTimeout, EngineError, EngineProcess, WorkerDied
+from tickbench.run.worker import CellTimeout, EngineError, EngineProcess, MemoryBudgetExceeded, WorkerDied
 from tickbench.suites.base import Options, Suite
 
 FAILURES = (CellTimeout, WorkerDied, EngineError)
@@ -146,6 +146,9 @@ class Worker:
         if isinstance(exc, CellTimeout):
             self.recover()
             return "timeout", str(exc)
+        if isinstance(exc, MemoryBudgetExceeded):
+            self.recover()
+            return "error", str(exc)
         if isinstance(exc, WorkerDied):
             self.recover()
             return "error", f"engine crashed: {exc}"
@@ -167,6 +170,14 @@ class Worker:
 
     def close(self) -> None:
         self.proc.close()
+        self._note_peak()
 
     def kill(self) -> None:
         self.proc.kill()
+        self._note_peak()
+
+    def _note_peak(self) -> None:
+        """The engine's largest sampled resident memory (worker and servers), for the results."""
+        meta = self.ctx.meta
+        meta["peak_rss_bytes"] = max(meta.get("peak_rss_bytes", 0), self.proc.peak_rss)
+        meta["memory_budget_bytes"] = self.proc.budget

@@ -9,7 +9,12 @@ mark would report an earlier query's peak.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import resource
 from pathlib import Path
+
+import psutil
 
 KIND = "process peak RSS delta (VmHWM after - VmRSS before)"
 
@@ -48,3 +53,49 @@ class PeakMemory:
             except (OSError, KeyError):
                 return None
         return total * 1024
+
+
+# -- the engine's whole footprint, sampled while the parent waits for it ----------------------
+
+BUDGET_ENV = "TICKBENCH_MEMORY_BUDGET_GB"
+GIB = 1024**3
+
+
+def budget_bytes() -> int:
+    """The most resident memory one engine (its worker and every server process, with their
+    children) may hold: ``$TICKBENCH_MEMORY_BUDGET_GB``, else 16 GiB or 75 % of this machine's
+    memory, whichever is smaller; a bad value is refused."""
+    raw = os.environ.get(BUDGET_ENV, "").strip()
+    if raw:
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+        if not value > 0:
+            raise ValueError(f"{BUDGET_ENV}={raw!r}: expected a positive number of GiB")
+        return int(value * GIB)
+    return int(min(16 * GIB, 0.75 * psutil.virtual_memory().total))
+
+
+def tree_rss(pids: list[int]) -> int:
+    """Resident bytes of ``pids`` and all their children now (processes that are gone count 0)."""
+    seen: set[int] = set()
+    total = 0
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            procs = [proc, *proc.children(recursive=True)]
+        except psutil.Error:
+            continue
+        for p in procs:
+            if p.pid in seen:
+                continue
+            seen.add(p.pid)
+            with contextlib.suppress(psutil.Error):
+                total += p.memory_info().rss
+    return total
+
+
+def own_peak_rss() -> int:
+    """This process's peak resident bytes so far (the kernel's high-water mark)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024

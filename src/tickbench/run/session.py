@@ -18,6 +18,7 @@ from tickbench.results import Dataset as DatasetInfo
 from tickbench.results import Record, Results, read_results
 from tickbench.run import environment
 from tickbench.run.cell import CellContext, Protocol
+from tickbench.run.memory import own_peak_rss
 from tickbench.suites.base import OptionError, Options, Suite
 from tickbench.suites.registry import suites as all_suites
 
@@ -191,6 +192,7 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
         if "version" not in meta:
             meta.update(_engine_meta(name))
         results.environment.engines[name] = {"available": True, **meta}
+        results.environment.runner_peak_rss_bytes = own_peak_rss()
         results.write(results_path)
         shutil.rmtree(workdir, ignore_errors=True)
     shutil.rmtree(cfg.out / "work", ignore_errors=True)

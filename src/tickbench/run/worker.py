@@ -32,8 +32,8 @@ from tickbench.engines.base import Engine
 from tickbench.engines.registry import adapter_class
 from tickbench.params import QueryParams, params_from_dict
 from tickbench.run.faults import faults, inject, kill_servers
+from tickbench.run.memory import BUDGET_ENV, GIB, PeakMemory, budget_bytes, tree_rss
 from tickbench.run.memory import KIND as MEMORY_KIND
-from tickbench.run.memory import PeakMemory
 from tickbench.suites.registry import suites
 
 
@@ -47,6 +47,14 @@ class WorkerDied(Exception):
 
 class EngineError(Exception):
     """The adapter raised; the message is the engine's error."""
+
+
+class MemoryBudgetExceeded(WorkerDied):
+    """The engine's processes grew past the memory budget; the worker (and its servers) was
+    killed before the kernel's OOM killer could end the run."""
+
+
+SAMPLE_S = 0.25  # how often the parent samples the engine's resident memory while it waits
 
 
 def _serve(conn: Connection, engine: str, workdir: str, data: str, params: dict[str, Any]) -> None:
@@ -138,6 +146,8 @@ class EngineProcess:
         self.proc: mp.process.BaseProcess | None = None
         self.conn: Connection | None = None
         self.server_pids: list[int] = []
+        self.peak_rss = 0  # the largest sampled resident memory of the worker and its servers
+        self.budget = budget_bytes()
 
     def spawn(self) -> None:
         ctx = mp.get_context("spawn")
@@ -169,9 +179,7 @@ class EngineProcess:
         """The reply to the request sent last, waiting up to ``timeout`` seconds."""
         assert self.conn is not None and self.proc is not None
         try:
-            if not self.conn.poll(timeout):
-                self.kill()
-                raise CellTimeout(f"no answer within {timeout:g} s")
+            self._wait(timeout)
             reply: dict[str, Any] = self.conn.recv()
         except (EOFError, BrokenPipeError, ConnectionResetError) as exc:
             code = self.proc.exitcode if self.proc else None
@@ -182,6 +190,24 @@ class EngineProcess:
         if "pids" in reply:  # a (re)start reports the engine's server processes
             self.server_pids = list(reply["pids"])
         return reply
+
+    def _wait(self, timeout: float) -> None:
+        """Wait for the reply, sampling the engine's memory: past ``timeout`` the cell is a
+        timeout, past the memory budget the engine is stopped; either kills the worker."""
+        assert self.conn is not None and self.proc is not None
+        deadline = time.monotonic() + timeout
+        while not self.conn.poll(max(0.0, min(SAMPLE_S, deadline - time.monotonic()))):
+            rss = tree_rss([self.proc.pid or 0, *self.server_pids])
+            self.peak_rss = max(self.peak_rss, rss)
+            if rss > self.budget:
+                self.kill()
+                raise MemoryBudgetExceeded(
+                    f"the {self.engine} engine's processes held {rss / GIB:.1f} GiB, above the memory budget of "
+                    f"{self.budget / GIB:.1f} GiB; stopped before the machine ran out (raise it with "
+                    f"{BUDGET_ENV}=GIB if the machine has room)")
+            if time.monotonic() >= deadline:
+                self.kill()
+                raise CellTimeout(f"no answer within {timeout:g} s")
 
     def kill(self) -> None:
         """Kill the worker and every server process it reported starting."""

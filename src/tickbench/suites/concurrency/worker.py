@@ -21,6 +21,10 @@ def mix_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[
     clients = int(msg["clients"])
     if msg.get("own"):
         instances = [adapter]
+    elif not adapter.persistent:
+        # An in-memory engine's data live in this adapter only: its clients share it (the
+        # frames are immutable, so threads read them without a lock).
+        instances = [adapter] * clients
     else:
         instances = [type(adapter)(adapter.workdir, adapter.dataset, adapter.params) for _ in range(clients)]
         for inst in instances:
@@ -29,7 +33,7 @@ def mix_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[
         return mix_loop(instances, msg["qids"], msg["expected"], msg["seconds"], msg["seed"],
                         msg.get("first_client", 0), msg["start_at"])
     finally:
-        if not msg.get("own"):
+        if not msg.get("own") and adapter.persistent:
             for inst in instances:
                 inst.stop()
 

@@ -95,7 +95,8 @@ def test_embedded_engine_writer_killed(tiny: Dataset, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_lost_row_under_a_durable_setting_is_wrong(tiny: Dataset, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(FAULTS_ENV, "duckdb:lose=3"  # every third write lost: caught even when a loaded machine writes few)
+    # Every third write lost: caught even when a loaded machine makes few writes before the kill.
+    monkeypatch.setenv(FAULTS_ENV, "duckdb:lose=3")
     rec = _run(tiny, tmp_path / "r", "duckdb").records[0]
     assert rec.status == "wrong" and rec.verified is False
     assert "acknowledged rows lost under default" in rec.reason

@@ -92,3 +92,14 @@ def test_every_query_answers_with_spec_columns(tiny: Dataset, tiny_params: Query
         assert tuple(got.columns) == q.columns, q.id
         assert got.height > 0, q.id
         assert got.sort(list(q.sort_by)).equals(got), f"{q.id} sorted by {q.sort_by}"
+
+
+def test_top_of_book_as_of_by_hand(tiny: Dataset, tiny_params: QueryParams) -> None:
+    rows = _rows(tiny, "book", tiny_params.days("month"), tiny_params.symbol)
+    got = reference.answer("O-T", tiny, tiny_params)
+    assert got.height == len(tiny_params.ot_times)
+    for r in got.with_columns(pl.col("t", "ts").cast(pl.Int64)).iter_rows(named=True):
+        want = max((x for x in rows if x["ts"] <= r["t"]), key=lambda x: x["ts"])
+        assert r["ts"] == want["ts"]
+        assert [r[c] for c in ("b1price", "b1size", "a1price", "a1size")] == [
+            want[c] for c in ("b1price", "b1size", "a1price", "a1size")]

@@ -4,14 +4,20 @@ Written straight from SPEC §2.1 over the Parquet files with Polars and numpy, w
 bucket arithmetic (``floor(ts / w) * w`` on nanoseconds) and no engine-specific shortcut. Every
 engine's answer is compared with these.
 
+Out of core, so the runner's memory does not grow with the dataset: every query is a lazy scan
+of only the partitions (days, instrument) and columns it reads, collected with Polars' streaming
+engine, which aggregates batch by batch; an as-of lookup (O-T, O-NBBO) keeps only the rows at or
+before its probe time, pushed down to the Parquet reader, and of those the latest.
+
 Answer types: bucket and time columns are ``Datetime("ns", "UTC")``, numbers ``Float64``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
+from typing import Any
 
-import numpy as np
 import polars as pl
 
 from tickbench.data.dataset import Dataset
@@ -38,20 +44,19 @@ def bucket(width_ns: int, col: str = "ts") -> pl.Expr:
     return ((pl.col(col).cast(pl.Int64) // width_ns) * width_ns).cast(TS)
 
 
-def _trades(ds: Dataset, days: list[str], sym: str | None = None) -> pl.DataFrame:
-    return ds.scan("trades", days, sym).collect()
+def _scan(ds: Dataset, table: str, days: list[str], cols: list[str], sym: str | None = None) -> pl.LazyFrame:
+    """The columns ``cols`` of ``table`` over ``days`` (and instrument ``sym``), lazily."""
+    return ds.scan(table, days, sym).select(cols)
 
 
-def _book(ds: Dataset, days: list[str], sym: str | None = None, cols: list[str] | None = None) -> pl.DataFrame:
-    lf = ds.scan("book", days, sym)
-    if cols is not None:
-        lf = lf.select(["ts", "exchange", "sym", *cols])
-    return lf.collect()
+def _collect(lf: pl.LazyFrame) -> pl.DataFrame:
+    """Run ``lf`` on the streaming engine: batch by batch, not the whole input in memory."""
+    return lf.collect(engine="streaming")
 
 
 def _volume(ds: Dataset, days: list[str], width: int, name: str) -> pl.DataFrame:
-    t = _trades(ds, days)
-    return (
+    t = _scan(ds, "trades", days, ["ts", "sym", "side", "amount"])
+    return _collect(
         t.group_by("sym", "side", bucket(width).alias(name))
         .agg(volume=pl.col("amount").sum())
         .sort("sym", "side", name)
@@ -70,37 +75,43 @@ def t_v2(ds: Dataset, p: QueryParams) -> pl.DataFrame:
 
 @reference("T-VWAP")
 def t_vwap(ds: Dataset, p: QueryParams) -> pl.DataFrame:
-    t = _trades(ds, p.days("day"), p.symbol)
-    return (
+    t = _scan(ds, "trades", p.days("day"), ["ts", "price", "amount"], p.symbol)
+    return _collect(
         t.group_by(bucket(MINUTE).alias("bucket"))
         .agg(vwap=(pl.col("price") * pl.col("amount")).sum() / pl.col("amount").sum())
         .sort("bucket")
     )
 
 
-def _latest_before(ts: np.ndarray, t: int) -> int:
-    """Index of the last element of sorted ``ts`` that is <= t, or -1."""
-    return int(np.searchsorted(ts, t, side="right")) - 1
+def _latest_at(lf: pl.LazyFrame, t: int) -> dict[str, Any] | None:
+    """The row of ``lf`` with the greatest ts at or before ``t`` (ts as integer ns), or None."""
+    at = _collect(lf.filter(pl.col("ts") <= pl.lit(t).cast(TS)).sort("ts").tail(1))
+    return at.with_columns(pl.col("ts").cast(pl.Int64)).row(0, named=True) if at.height else None
 
 
 @reference("O-T")
 def o_t(ds: Dataset, p: QueryParams) -> pl.DataFrame:
-    b = _book(ds, p.days("month"), p.symbol, ["b1price", "b1size", "a1price", "a1size"]).sort("ts")
-    ts = b["ts"].cast(pl.Int64).to_numpy()
+    cols = ["b1price", "b1size", "a1price", "a1size"]
+    month = p.days("month")
     rows = []
     for t in p.ot_times:
-        i = _latest_before(ts, t)
-        if i >= 0:
-            r = b.row(i, named=True)
-            rows.append({"t": t, "ts": int(ts[i]), **{k: r[k] for k in ("b1price", "b1size", "a1price", "a1size")}})
-    out = pl.DataFrame(rows, schema={"t": pl.Int64, "ts": pl.Int64, "b1price": pl.Float64,
-                                     "b1size": pl.Float64, "a1price": pl.Float64, "a1size": pl.Float64})
+        # a day's partition holds that day's rows: later days cannot hold rows at or before t
+        days = [d for d in month if day_ns(d) <= t]
+        r = _latest_at(_scan(ds, "book", days, ["ts", *cols], p.symbol), t)
+        if r is not None:
+            rows.append({"t": t, **r})
+    out = pl.DataFrame(rows, schema={"t": pl.Int64, "ts": pl.Int64, **{c: pl.Float64 for c in cols}})
     return out.with_columns(pl.col("t").cast(TS), pl.col("ts").cast(TS)).sort("t")
 
 
+def day_ns(iso: str) -> int:
+    """Nanoseconds since the epoch at the start of UTC day ``iso``."""
+    return (dt.date.fromisoformat(iso) - dt.date(1970, 1, 1)).days * 24 * HOUR
+
+
 def _max_bid(ds: Dataset, days: list[str]) -> pl.DataFrame:
-    b = _book(ds, days, cols=["b1price"])
-    return b.group_by("sym").agg(max_bid=pl.col("b1price").max()).sort("sym")
+    b = _scan(ds, "book", days, ["sym", "b1price"])
+    return _collect(b.group_by("sym").agg(max_bid=pl.col("b1price").max()).sort("sym"))
 
 
 @reference("O-B1")
@@ -115,17 +126,18 @@ def o_b2(ds: Dataset, p: QueryParams) -> pl.DataFrame:
 
 @reference("O-S")
 def o_s(ds: Dataset, p: QueryParams) -> pl.DataFrame:
-    b = _book(ds, p.days("day"), p.symbol)
     asks = [f"a{i}price" for i in range(1, 21)]
     bids = [f"b{i}price" for i in range(1, 21)]
-    return b.select("ts", spread=pl.min_horizontal(asks) - pl.max_horizontal(bids)).sort("ts")
+    b = _scan(ds, "book", p.days("day"), ["ts", *asks, *bids], p.symbol)
+    return _collect(b.select("ts", spread=pl.min_horizontal(asks) - pl.max_horizontal(bids)).sort("ts"))
 
 
 def _depth(ds: Dataset, days: list[str], sym: str, width: int, levels: int) -> pl.DataFrame:
-    b = _book(ds, days, sym)
-    bid = pl.sum_horizontal([f"b{i}size" for i in range(1, levels + 1)])
-    ask = pl.sum_horizontal([f"a{i}size" for i in range(1, levels + 1)])
-    return (
+    bids = [f"b{i}size" for i in range(1, levels + 1)]
+    asks = [f"a{i}size" for i in range(1, levels + 1)]
+    b = _scan(ds, "book", days, ["ts", *bids, *asks], sym)
+    bid, ask = pl.sum_horizontal(bids), pl.sum_horizontal(asks)
+    return _collect(
         b.group_by(bucket(width).alias("bucket"))
         .agg(bid_depth=bid.mean(), ask_depth=ask.mean())
         .sort("bucket")
@@ -144,18 +156,18 @@ def o_v2(ds: Dataset, p: QueryParams) -> pl.DataFrame:
 
 @reference("O-NBBO")
 def o_nbbo(ds: Dataset, p: QueryParams) -> pl.DataFrame:
-    b = _book(ds, p.days("multi_day"), p.symbol, ["b1price", "a1price"])
-    venues = []
-    for _, g in b.sort("ts").group_by("exchange", maintain_order=True):
-        venues.append((g["ts"].cast(pl.Int64).to_numpy(), g["b1price"].to_numpy(), g["a1price"].to_numpy()))
+    days = p.days("multi_day")
+    venues = sorted({r["exchange"] for r in ds.manifest.partitions
+                     if r["table"] == "book" and r["day"] in days and r["sym"] == p.symbol})
     rows = []
     for t in p.nbbo_times:
         bids, asks = [], []
-        for ts, bid, ask in venues:
-            i = _latest_before(ts, t)
-            if i >= 0:
-                bids.append(bid[i])
-                asks.append(ask[i])
+        for venue in venues:
+            lf = pl.scan_parquet(ds.files("book", days, p.symbol, venue)).select("ts", "b1price", "a1price")
+            r = _latest_at(lf, t)
+            if r is not None:
+                bids.append(r["b1price"])
+                asks.append(r["a1price"])
         if bids:
             rows.append({"t": t, "nbb": float(max(bids)), "nbo": float(min(asks))})
     out = pl.DataFrame(rows, schema={"t": pl.Int64, "nbb": pl.Float64, "nbo": pl.Float64})
@@ -173,15 +185,17 @@ def _returns(closes: pl.DataFrame, name: str) -> pl.DataFrame:
 
 
 def _mid_closes(ds: Dataset, days: list[str], sym: str, width: int) -> pl.DataFrame:
-    b = _book(ds, days, sym, ["b1price", "a1price"]).sort("ts")
-    return b.group_by(bucket(width).alias("bucket")).agg(
-        close=((pl.col("a1price") + pl.col("b1price")) / 2).last()
-    )
+    b = _scan(ds, "book", days, ["ts", "b1price", "a1price"], sym)
+    return _collect(b.group_by(bucket(width).alias("bucket")).agg(
+        close=((pl.col("a1price") + pl.col("b1price")) / 2).sort_by("ts").last()
+    ))
 
 
 def _trade_closes(ds: Dataset, days: list[str], sym: str, width: int) -> pl.DataFrame:
-    t = _trades(ds, days, sym).sort("ts", "trade_id")  # ties on ts: the highest trade_id is last
-    return t.group_by(bucket(width).alias("bucket")).agg(close=pl.col("price").last())
+    t = _scan(ds, "trades", days, ["ts", "trade_id", "price"], sym)
+    # ties on ts: the highest trade_id is last
+    return _collect(t.group_by(bucket(width).alias("bucket")).agg(
+        close=pl.col("price").sort_by("ts", "trade_id").last()))
 
 
 def _volatility(returns: pl.DataFrame, width: int, name: str) -> pl.DataFrame:

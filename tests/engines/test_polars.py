@@ -37,11 +37,18 @@ def test_load_holds_time_ordered_tables_and_stop_releases_them(
 ) -> None:
     engine = adapter_class("polars")(tmp_path, tiny, tiny_params)
     engine.start()
-    days = tiny_params.days("month") + tiny_params.days("multi_day")
-    assert engine.load() == tiny.sizes(days)["rows"]
-    tables = engine.tables  # type: ignore[attr-defined]
-    for df in tables.values():
+    month, multi = tiny_params.days("month"), tiny_params.days("multi_day")
+    held = sum(r["rows"] for r in tiny.manifest.partitions
+               if (r["table"] == "trades" and r["day"] in month)
+               or (r["table"] == "book" and r["day"] in month + multi))
+    assert engine.load() == held
+    store = engine.store  # type: ignore[attr-defined]
+    syms = {r["sym"] for r in tiny.manifest.partitions}
+    for (table, sym, _), df in store.frames.items():
+        assert sym in syms and table in ("trades", "book", "book_depth")
         assert df["ts"].is_sorted()
+        assert "sym" not in df.columns and "exchange" not in df.columns  # the frame's key
+    assert "b20size" not in store.frames["book", tiny_params.symbol, "COINBASE"].columns  # not read by any query
     assert engine.run_query("O-B2").num_rows == 3
     engine.stop()
     engine.start()  # nothing durable: a restart must load again

@@ -57,6 +57,11 @@ def bindings(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# W's clock stops after the last write's LMDB transaction committed: LMDB's default commit
+# fsyncs the data and meta pages before it returns (ArcticDB's URI exposes no sync option).
+W_DURABILITY = "LMDB commit per write (fsynced before it returns; LMDB's default, no MDB_NOSYNC)"
+
+
 def lmdb_uri(path: Path, data_bytes: int) -> str:
     """An LMDB URI whose map size (the most the environment may hold) is 4x the data's
     Parquet-zstd bytes + 1 GB: ArcticDB's LZ4 segments take about 1.3x the Parquet bytes here.
@@ -222,7 +227,8 @@ class Adapter(Engine):
             for (sym,), part in sorted(frame.partition_by("sym", as_dict=True).items()):
                 symbols.append(symbol_name(table, str(sym)))
                 write_symbol(lib, symbols[-1], [part.sort(SORT_KEYS[table])])
-        return LoadFigures(rows=stored_rows(lib, symbols), input_bytes=nbytes, detail={"symbols": len(symbols)})
+        return LoadFigures(rows=stored_rows(lib, symbols), input_bytes=nbytes,
+                           detail={"symbols": len(symbols), "durability": W_DURABILITY})
 
     def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """ArcticDB's plain path: one ``lib.write(table, df)`` per table of the same parsed data."""
@@ -234,7 +240,8 @@ class Adapter(Engine):
             if fmt == "parquet":  # the files are per instrument; a written index must ascend
                 data = data.sort_by("ts")
             lib.write(table, data.to_pandas().set_index("ts"))
-        return LoadFigures(rows=stored_rows(lib, list(TABLES)), input_bytes=nbytes)
+        return LoadFigures(rows=stored_rows(lib, list(TABLES)), input_bytes=nbytes,
+                           detail={"durability": W_DURABILITY})
 
     def storage_bytes(self) -> dict[str, int]:
         """SE: the 30-day period alone, written the same way into a fresh LMDB directory."""

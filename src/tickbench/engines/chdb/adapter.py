@@ -91,6 +91,10 @@ SETTINGS = (
     "'session_timezone', 'join_algorithm', 'enable_extended_results_for_datetime_functions')"
 )
 
+# W (both paths) under ClickHouse's durable MergeTree settings, as the "fsync" ingest setting.
+W_DURABILITY = ("fsync_after_insert=1, fsync_part_directory=1 on the MergeTree tables: each INSERT's part "
+                "files and directory fsynced before it returns")
+
 # -- ingest ---------------------------------------------------------------------------------
 INGEST_DB = "tickbench_ingest"
 # In the store's directory: which session path holds the store's database, and that database's
@@ -299,7 +303,14 @@ class Adapter(Engine):
     def _figures(self, db: str, nbytes: int) -> LoadFigures:
         disk, parts = self._scalars(DB_PARTS, {"db": db})
         return LoadFigures(rows=self._rows(db), input_bytes=nbytes,
-                           detail={"database": db, "bytes_on_disk": disk, "active_parts": parts})
+                           detail={"database": db, "bytes_on_disk": disk, "active_parts": parts,
+                                   "durability": W_DURABILITY})
+
+    def _durable(self, db: str) -> None:
+        """W's rule: the clock stops when the rows are on disk, fsynced: each insert's part
+        files and directory are fsynced before the INSERT returns (ClickHouse's default does not)."""
+        for table in TABLES:
+            self._sql(SET_FSYNC, {"db": db, "table": table, "on": 1})
 
     def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """W: the bulk-load day into a fresh database ``w_<fmt>`` with tickbench's schema,
@@ -307,6 +318,7 @@ class Adapter(Engine):
         ``scratch`` is not used: a second chDB session path cannot be opened in this process."""
         db, files = f"w_{fmt}", {t: self._day_files(t, fmt) for t in TABLES}
         self._create(db)
+        self._durable(db)
         nbytes = sum(self._insert(db, t, fmt, files[t]) for t in TABLES)
         return self._figures(db, nbytes)
 
@@ -320,6 +332,7 @@ class Adapter(Engine):
         for table in TABLES:
             args = {"db": db, "table": table, "path": file_glob(files[table]), "fmt": FORMATS[fmt]}
             self._sql(BASELINE_CREATE, args)
+            self._sql(SET_FSYNC, {"db": db, "table": table, "on": 1})
             self._sql(INSERT, args)
             nbytes += sum(f.stat().st_size for f in files[table])
         return self._figures(db, nbytes)

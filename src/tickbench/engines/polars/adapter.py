@@ -1,14 +1,21 @@
 """Polars as an in-memory columnar engine: the role kdb+'s in-memory RDB plays in the paper.
 
-``load()`` reads the query days' Parquet into two DataFrames held by the adapter, in time order
-(as an RDB holds the day's ticks), with ``exchange``, ``sym`` and ``side`` as Categorical (as q
-holds them as symbols). There is nothing on disk: a restart reloads (``kind = "in-memory"``).
+``load()`` reads the query days' Parquet into a :class:`Store`: one DataFrame per (table,
+instrument, venue), each in time order, as a tick store partitions its in-memory tables (kdb+'s
+RDB keys them by symbol with a sorted time column; ``xbar``/``bin`` then find a time range by
+binary search). A query takes the frames of its instrument and slices each one's time range by
+binary search (``search_sorted``) instead of scanning and filtering the whole month; an as-of
+lookup is one binary search per frame. There is nothing on disk: a restart reloads
+(``kind = "in-memory"``).
+
+The store holds the columns the published queries read, not the 80 price and size columns of
+every snapshot: at SF 1 the whole month is about 23 GB in memory, beyond this machine's budget
+(16 GiB per process), while the columns read are about 5 GB (see ``HOLD`` and the README).
 
 Query contract: ``queries/<ID>.py`` defines::
 
-    def query(tables: dict[str, pl.LazyFrame], params: dict[str, Any]) -> pl.LazyFrame
+    def query(store: Store, params: dict[str, Any]) -> pl.LazyFrame
 
-``tables`` holds ``"trades"`` and ``"book"`` (each sorted by ``ts``, the sortedness flag set);
 ``params`` is :meth:`QueryParams.bindings` with every datetime made UTC-aware (see
 :func:`bindings`). The adapter collects the returned frame, already in the answer's columns and
 order, and hands it over as Arrow.
@@ -18,7 +25,9 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.util
+from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -30,9 +39,89 @@ from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine
 from tickbench.params import QueryParams
 
-TABLES = ("trades", "book")
-LABELS = ("exchange", "sym", "side")
-QueryFn = Callable[[dict[str, pl.LazyFrame], dict[str, Any]], pl.LazyFrame]
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+TS = pl.Datetime("ns", "UTC")
+BOOK_TOP = ["b1price", "a1price", *[f"{s}{i}size" for i in range(1, 6) for s in ("b", "a")]]
+PRICE_LEVELS = [f"{s}{i}price" for s in ("b", "a") for i in range(1, 21)]
+
+
+@dataclass(frozen=True)
+class Hold:
+    """One in-memory table of the store: which source table, days and columns it holds."""
+
+    source: str  # the dataset's table
+    span: tuple[str, ...]  # the QueryParams spans whose days it holds
+    columns: tuple[str, ...]  # besides ts; exchange and sym are the frame's key, not columns
+    order: tuple[str, ...]  # time order; later keys break ties
+
+
+# What the published queries read: trades' columns over the month; the book's best prices and
+# the five levels' sizes over the month and the multi-venue day; every level's price on D
+# (O-S's spread), for every instrument.
+HOLD: dict[str, Hold] = {
+    "trades": Hold("trades", ("month",), ("side", "price", "amount", "trade_id"), ("ts", "trade_id")),
+    "book": Hold("book", ("month", "multi_day"), tuple(BOOK_TOP), ("ts",)),
+    "book_depth": Hold("book", ("day",), tuple(PRICE_LEVELS), ("ts",)),
+}
+QueryFn = Callable[["Store", dict[str, Any]], pl.LazyFrame]
+
+
+def ns(t: dt.datetime) -> int:
+    """A UTC-aware datetime as integer nanoseconds since the epoch (exact to the µs)."""
+    return (t - EPOCH) // dt.timedelta(microseconds=1) * 1_000
+
+
+class Store:
+    """Per-(table, sym, exchange) frames, each sorted by ``ts``, found by binary search."""
+
+    def __init__(self) -> None:
+        self.frames: dict[tuple[str, str, str], pl.DataFrame] = {}
+        self._ts: dict[tuple[str, str, str], pl.Series] = {}  # ts as Int64, for search_sorted
+
+    def add(self, table: str, sym: str, exchange: str, df: pl.DataFrame) -> None:
+        key = (table, sym, exchange)
+        self.frames[key] = df.set_sorted("ts")
+        self._ts[key] = df["ts"].to_physical()
+
+    def rows(self) -> int:
+        return sum(df.height for df in self.frames.values())
+
+    def keys(self, table: str, sym: str | None = None, exchange: str | None = None) -> list[tuple[str, str]]:
+        """The (sym, exchange) pairs ``table`` holds, filtered by ``sym`` and ``exchange``."""
+        return sorted((s, e) for t, s, e in self.frames
+                      if t == table and (sym is None or s == sym) and (exchange is None or e == exchange))
+
+    def slice(self, table: str, sym: str, exchange: str, start: dt.datetime, end: dt.datetime) -> pl.DataFrame:
+        """The rows of one frame with ``start <= ts < end``: two binary searches, no scan."""
+        key = (table, sym, exchange)
+        ts = self._ts[key]
+        lo = int(ts.search_sorted(ns(start), side="left"))
+        hi = int(ts.search_sorted(ns(end), side="left"))
+        return self.frames[key].slice(lo, hi - lo)
+
+    def range(self, table: str, start: dt.datetime, end: dt.datetime, sym: str | None = None,
+              labels: bool = False) -> pl.LazyFrame:
+        """``start <= ts < end`` of every frame of ``table`` (of instrument ``sym``), with
+        ``sym`` and ``exchange`` columns if ``labels``; in time order when one frame is read,
+        else sorted by ts after the concatenation."""
+        slices = [(s, e, self.slice(table, s, e, start, end)) for s, e in self.keys(table, sym)]
+        if not slices:
+            raise KeyError(f"Polars store: no {table} frames for sym={sym}")
+        parts = [df.with_columns(sym=pl.lit(s), exchange=pl.lit(e)) if labels else df
+                 for s, e, df in slices if df.height] or [slices[0][2]]
+        if len(parts) == 1:
+            return parts[0].lazy()
+        out = pl.concat(parts).lazy()
+        return out if labels else out.sort("ts")
+
+    def asof(self, table: str, sym: str, exchange: str, t: dt.datetime, start: dt.datetime) -> pl.DataFrame:
+        """The latest row of one frame with ``start <= ts <= t`` (one binary search), or no row."""
+        key = (table, sym, exchange)
+        ts = self._ts[key]
+        i = int(ts.search_sorted(ns(t), side="right")) - 1
+        if i < 0 or ts[i] < ns(start):
+            return self.frames[key].clear()
+        return self.frames[key].slice(i, 1)
 
 
 def bindings(raw: dict[str, Any]) -> dict[str, Any]:
@@ -65,7 +154,7 @@ class Adapter(Engine):
 
     def __init__(self, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
         super().__init__(workdir, dataset, params)
-        self.tables: dict[str, pl.DataFrame] = {}
+        self.store: Store | None = None
         self.queries: dict[str, QueryFn] = {}
 
     @classmethod
@@ -74,23 +163,28 @@ class Adapter(Engine):
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.tables = {}
+        self.store = None
 
     def stop(self) -> None:
-        self.tables = {}
+        self.store = None
 
     def load(self) -> int:
-        """Read the 30-day period and the multi-exchange day into RAM, in time order."""
-        days = self.params.load_days()
-        for table in TABLES:
-            files = [str(f) for f in self.dataset.files(table, days)]
-            df = pl.read_parquet(files)
-            df = df.with_columns(pl.col(c).cast(pl.Categorical) for c in LABELS if c in df.columns)
-            # Time order (trade_id breaks ties) like an RDB; set_sorted lets group_by_dynamic and
-            # join_asof skip their sortedness checks.
-            keys = ["ts", "trade_id"] if table == "trades" else ["ts", "exchange"]
-            self.tables[table] = df.sort(keys).rechunk().set_sorted("ts")
-        return sum(df.height for df in self.tables.values())
+        """Read what ``HOLD`` names into RAM, one (table, sym, exchange) frame at a time."""
+        store = Store()
+        for name, hold in HOLD.items():
+            days = [d for span in hold.span for d in self.params.days(span)]
+            files: dict[tuple[str, str], list[Path]] = defaultdict(list)
+            for r in self.dataset.manifest.partitions:
+                if r["table"] == hold.source and r["day"] in days:
+                    files[r["sym"], r["exchange"]].append(self.dataset.root / r["path"])
+            for (sym, exchange), paths in sorted(files.items()):
+                cols = ["ts", *hold.columns]
+                df = pl.read_parquet([str(p) for p in sorted(paths)], columns=cols)
+                if "side" in df.columns:  # two values: a Categorical, as q holds it as a symbol
+                    df = df.with_columns(pl.col("side").cast(pl.Categorical))
+                store.add(name, sym, exchange, df.sort(list(hold.order)).rechunk())
+        self.store = store
+        return sum(df.height for (t, _, _), df in store.frames.items() if t != "book_depth")
 
     def _query(self, qid: str) -> QueryFn:
         if qid not in self.queries:
@@ -98,10 +192,13 @@ class Adapter(Engine):
         return self.queries[qid]
 
     def run_query(self, qid: str) -> pa.Table:
-        if not self.tables:
+        if self.store is None:
             raise RuntimeError("Polars: load() has not run since start()")
-        lazy = {name: df.lazy() for name, df in self.tables.items()}
-        return self._query(qid)(lazy, bindings(self.params.bindings())).collect().to_arrow()
+        return self._query(qid)(self.store, bindings(self.params.bindings())).collect().to_arrow()
 
     def settings(self) -> dict[str, Any]:
-        return {"threads": pl.thread_pool_size(), "string_labels": "Categorical"}
+        return {
+            "threads": pl.thread_pool_size(),
+            "layout": "one frame per (table, sym, exchange), sorted by ts; time ranges by search_sorted",
+            "held": {name: {"days": list(h.span), "columns": ["ts", *h.columns]} for name, h in HOLD.items()},
+        }

@@ -2,11 +2,12 @@ from typing import Any
 
 import polars as pl
 
+from tickbench.engines.polars.adapter import Store
 
-def query(tables: dict[str, pl.LazyFrame], params: dict[str, Any]) -> pl.LazyFrame:
+
+def query(store: Store, params: dict[str, Any]) -> pl.LazyFrame:
     returns = (
-        tables["trades"]
-        .filter(pl.col("sym") == params["sym"], pl.col("ts") >= params["day_start"], pl.col("ts") < params["day_end"])
+        store.range("trades", params["day_start"], params["day_end"], params["sym"])
         .group_by_dynamic("ts", every="5m")
         # The bucket's last trade: latest ts, and on a tie the highest trade_id.
         .agg(close=pl.col("price").sort_by("ts", "trade_id").last())

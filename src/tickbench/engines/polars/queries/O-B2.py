@@ -2,11 +2,12 @@ from typing import Any
 
 import polars as pl
 
+from tickbench.engines.polars.adapter import Store
 
-def query(tables: dict[str, pl.LazyFrame], params: dict[str, Any]) -> pl.LazyFrame:
+
+def query(store: Store, params: dict[str, Any]) -> pl.LazyFrame:
     return (
-        tables["book"]
-        .filter(pl.col("ts") >= params["month_start"], pl.col("ts") < params["month_end"])
+        store.range("book", params["month_start"], params["month_end"], labels=True)
         .group_by("sym")
         .agg(max_bid=pl.col("b1price").max())
         .sort("sym")

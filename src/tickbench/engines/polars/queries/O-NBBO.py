@@ -1,25 +1,19 @@
-# One probe per (time, venue), each matched by an as-of join to that venue's latest snapshot.
+# Per probe and venue, one binary search in that venue's frame of S; then max bid, min ask.
 from typing import Any
 
 import polars as pl
 
+from tickbench.engines.polars.adapter import Store
 
-def query(tables: dict[str, pl.LazyFrame], params: dict[str, Any]) -> pl.LazyFrame:
-    book = tables["book"].filter(
-        pl.col("sym") == params["sym"], pl.col("ts") >= params["multi_start"], pl.col("ts") < params["multi_end"]
-    ).select("ts", "exchange", "b1price", "a1price")
-    probes = (
-        pl.LazyFrame({"t": params["nbbo_times"]})
-        .select(pl.col("t").cast(pl.Datetime("ns", "UTC")))
-        .join(book.select("exchange").unique(), how="cross")
-        .sort("t")
-    )
-    return (
-        # Sorted by ts at load: the check cannot see that through the `by` groups.
-        probes.join_asof(book, left_on="t", right_on="ts", by="exchange", strategy="backward",
-                         check_sortedness=False)
-        .group_by("t")
-        .agg(nbb=pl.col("b1price").max(), nbo=pl.col("a1price").min())
-        .drop_nulls("nbb")
-        .sort("t")
-    )
+
+def query(store: Store, params: dict[str, Any]) -> pl.LazyFrame:
+    rows = []
+    for t in sorted(params["nbbo_times"]):
+        if t >= params["multi_end"]:
+            continue
+        quotes = pl.concat([store.asof("book", s, e, t, params["multi_start"]).select("b1price", "a1price")
+                            for s, e in store.keys("book", params["sym"])])
+        if quotes.height:
+            rows.append(quotes.select(t=pl.lit(t).cast(pl.Datetime("ns", "UTC")),
+                                      nbb=pl.col("b1price").max(), nbo=pl.col("a1price").min()))
+    return pl.concat(rows).lazy()

@@ -1,16 +1,19 @@
-# The 10 probe times as a frame, matched to the book with an as-of (backward) join.
+# Per probe, one binary search in each of S's frames; the latest of those rows wins.
 from typing import Any
 
 import polars as pl
 
+from tickbench.engines.polars.adapter import Store
 
-def query(tables: dict[str, pl.LazyFrame], params: dict[str, Any]) -> pl.LazyFrame:
-    book = tables["book"].filter(
-        pl.col("sym") == params["sym"], pl.col("ts") >= params["month_start"], pl.col("ts") < params["month_end"]
-    ).select("ts", "b1price", "b1size", "a1price", "a1size")
-    probes = pl.LazyFrame({"t": params["ot_times"]}).select(pl.col("t").cast(pl.Datetime("ns", "UTC")).sort())
-    return (
-        probes.join_asof(book, left_on="t", right_on="ts", strategy="backward", coalesce=False)
-        .drop_nulls("ts")
-        .select("t", "ts", "b1price", "b1size", "a1price", "a1size")
-    )
+
+def query(store: Store, params: dict[str, Any]) -> pl.LazyFrame:
+    cols = ["ts", "b1price", "b1size", "a1price", "a1size"]
+    rows = []
+    for t in sorted(params["ot_times"]):
+        if t >= params["month_end"]:
+            continue
+        hits = [store.asof("book", s, e, t, params["month_start"]).select(cols)
+                for s, e in store.keys("book", params["sym"])]
+        latest = pl.concat(hits).sort("ts").tail(1)
+        rows.append(latest.with_columns(t=pl.lit(t).cast(pl.Datetime("ns", "UTC"))).select("t", *cols))
+    return pl.concat(rows).lazy()

@@ -1,14 +1,16 @@
+# Every instrument's frame sliced to D, grouped by (sym, side, minute).
 from typing import Any
 
 import polars as pl
 
+from tickbench.engines.polars.adapter import Store
 
-def query(tables: dict[str, pl.LazyFrame], params: dict[str, Any]) -> pl.LazyFrame:
+
+def query(store: Store, params: dict[str, Any]) -> pl.LazyFrame:
     return (
-        tables["trades"]
-        .filter(pl.col("ts") >= params["day_start"], pl.col("ts") < params["day_end"])
-        .group_by_dynamic("ts", every="1m", group_by=["sym", "side"])
+        store.range("trades", params["day_start"], params["day_end"], labels=True)
+        .group_by("sym", "side", bucket=pl.col("ts").dt.truncate("1m"))
         .agg(volume=pl.col("amount").sum())
-        .select("sym", "side", bucket="ts", volume="volume")
+        .select("sym", pl.col("side").cast(pl.String), "bucket", "volume")
         .sort("sym", "side", "bucket")
     )

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tickbench.data.calendar import (
     EPOCH,
@@ -132,23 +133,39 @@ def _unique_increasing(t: np.ndarray) -> np.ndarray:
 
 def _persist(rng: np.random.Generator, fresh: np.ndarray, p_change: np.ndarray) -> np.ndarray:
     """Keep each column's previous value unless a draw (probability ``p_change``) renews it."""
-    n = fresh.shape[0]
+    n, width = fresh.shape
     change = rng.random(fresh.shape) < p_change
     change[0] = True
-    idx = np.where(change, np.arange(n)[:, None], 0)
+    # The flat index of the row that last renewed each cell, carried down its column.
+    idx = np.where(change, np.arange(0, n * width, width, dtype=np.intp)[:, None], 0)
     np.maximum.accumulate(idx, axis=0, out=idx)
-    return np.take_along_axis(fresh, idx, axis=0)
+    idx += np.arange(width, dtype=np.intp)
+    return np.take(fresh.ravel(), idx)
 
 
 def _round_sizes(rng: np.random.Generator, x: np.ndarray, inst: Instrument) -> np.ndarray:
     """Sizes on the lot grid, a share of them snapped to round lots (1, 2, 5 × 10^k)."""
     lots = 10**inst.lot_decimals
-    mag = 10.0 ** np.floor(np.log10(np.maximum(x, 1e-12)))
-    mant = x / mag
+    snap = rng.random(x.shape) < 0.3
+    # Only the snapped sizes need their round lot (the same arithmetic as on every size).
+    xs = x[snap]
+    mag = 10.0 ** np.floor(np.log10(np.maximum(xs, 1e-12)))
+    mant = xs / mag
     nice = np.where(mant < 1.5, 1.0, np.where(mant < 3.5, 2.0, np.where(mant < 7.5, 5.0, 10.0)))
-    snapped = np.where(rng.random(x.shape) < 0.3, nice * mag, x)
-    units = np.maximum(np.rint(snapped * lots), 1).astype(np.int64)
-    return units / lots
+    snapped = x.copy()
+    snapped[snap] = nice * mag
+    snapped *= lots
+    np.rint(snapped, out=snapped)
+    np.maximum(snapped, 1, out=snapped)  # whole lots, at least one: exact as float64
+    snapped /= lots
+    return snapped
+
+
+def _repeat(value: str, n: int) -> pa.Array:
+    """A string column holding ``value`` ``n`` times, built from its buffers."""
+    data = value.encode()
+    offsets = np.arange(n + 1, dtype=np.int64) * len(data)
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data * n)).cast(pa.string())
 
 
 def generate_partition(seed: int, part: Partition, inst: Instrument) -> PartitionData:
@@ -201,8 +218,8 @@ def generate_partition(seed: int, part: Partition, inst: Instrument) -> Partitio
     book = pa.Table.from_arrays(
         [
             pa.array(book_ts, pa.int64()).cast(BOOK_SCHEMA.field("ts").type),
-            pa.array(np.full(n, part.exchange, dtype=object), pa.string()),
-            pa.array(np.full(n, part.sym, dtype=object), pa.string()),
+            _repeat(part.exchange, n),
+            _repeat(part.sym, n),
         ]
         + [pa.array(cols[c]) for c in book_level_columns()],
         schema=BOOK_SCHEMA,
@@ -213,7 +230,9 @@ def generate_partition(seed: int, part: Partition, inst: Instrument) -> Partitio
     ot = _arrivals(rng, lam, max(1, round(part.trades / fills_mean)), start_us=int(bt[0]) + 1)
     # A same-µs tie with a snapshot would leave it ambiguous which came first: nudge by 1 µs.
     for _ in range(8):
-        clash = np.isin(ot, bt)
+        # np.isin(ot, bt) for the sorted, unique snapshot times, by binary search.
+        at = np.minimum(np.searchsorted(bt, ot), n - 1)
+        clash = bt[at] == ot
         if not clash.any():
             break
         ot = np.sort(ot + clash)
@@ -235,9 +254,9 @@ def generate_partition(seed: int, part: Partition, inst: Instrument) -> Partitio
     trades = pa.Table.from_arrays(
         [
             pa.array(trade_ts, pa.int64()).cast(TRADES_SCHEMA.field("ts").type),
-            pa.array(np.full(k, part.exchange, dtype=object), pa.string()),
-            pa.array(np.full(k, part.sym, dtype=object), pa.string()),
-            pa.array(np.where(is_buy, "buy", "sell").astype(object), pa.string()),
+            _repeat(part.exchange, k),
+            _repeat(part.sym, k),
+            pc.if_else(pa.array(is_buy), "buy", "sell"),
             pa.array(price_ticks / ticks_per_unit),
             pa.array(amount),
             pa.array(trade_id),

@@ -23,8 +23,9 @@ import os
 import shutil
 import socket
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,7 @@ def hash_table(table: pa.Table) -> str:
         if pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type):
             h.update(_joined_utf8(chunk))
         elif pa.types.is_timestamp(chunk.type):
-            h.update(np.ascontiguousarray(chunk.cast(pa.int64()).to_numpy(), "<i8").data)
+            h.update(np.ascontiguousarray(chunk.view(pa.int64()).to_numpy(), "<i8").data)
         else:
             dtype = "<f8" if pa.types.is_floating(chunk.type) else "<i8"
             h.update(np.ascontiguousarray(chunk.to_numpy(), dtype).data)
@@ -107,31 +108,50 @@ def _float_text_bytes(values: np.ndarray) -> int:
     notation, more digits) is measured by the writer's own formatting.
     """
     v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return 0
     with np.errstate(invalid="ignore", over="ignore"):
-        a = np.abs(v)
-        k = np.rint(a * 1e8)
-        ok = (k / 1e8 == a) & (k < 1e15) & (a >= 1e-6) & (a < 1e10)
+        if v.min() >= 1e-6 and v.max() < 1e7:  # positive, in range, k < 10**15: the usual case
+            a = v
+            k = np.rint(v * 1e8)
+            ok = k / 1e8 == v
+        else:
+            a = np.abs(v)
+            k = np.rint(a * 1e8)
+            ok = (k / 1e8 == a) & (k < 1e15) & (a >= 1e-6) & (a < 1e10)
     other = 0
     if not ok.all():
         rest = pa.array(v[~ok]).cast(pa.string())
         other = int(pc.sum(pc.binary_length(rest)).as_py() or 0)
         v, a, k = v[ok], a[ok], k[ok]
+    if v.size == 0:
+        return other
     whole = np.floor(a)
-    # Integer digits: one, plus one per power of ten reached ("0" below one).
-    total = v.size + sum(int(np.count_nonzero(whole >= 10.0**j)) for j in range(1, 10))
-    frac = k - whole * 1e8  # an integer below 10**8, exact (k < 10**15)
-    has_frac = frac != 0
-    # Fractional digits: 8 less the trailing zeros of the fraction (a non-zero one below 10**8
-    # has at most 7: strip 4, then 2, then 1), plus the point.
-    frac_digits = np.where(has_frac, 8, 0)
-    rest_f = np.where(has_frac, frac, 1.0)
-    for step in (4, 2, 1):
-        p = 10.0**step
-        q = np.floor(rest_f / p)
-        strip = q * p == rest_f
-        frac_digits -= strip * step
-        np.copyto(rest_f, q, where=strip)
-    total += int(frac_digits.sum()) + int(np.count_nonzero(has_frac)) + int(np.count_nonzero(v < 0))
+    # Integer digits: those of the smallest, plus one per further power of ten reached ("0" is
+    # one digit); most columns hold values of one magnitude, so this is a min and a max.
+    lo, hi = len(str(int(whole.min()))), len(str(int(whole.max())))
+    total = v.size * lo + sum(int(np.count_nonzero(whole >= 10.0**j)) for j in range(lo, hi))
+    # Fractional digits: 8 less the trailing zeros of the fraction (an integer below 10**8,
+    # exact as k < 10**15), plus the point; a zero fraction writes neither.
+    frac = (k - whole * 1e8).astype(np.int32)
+    nonzero = int(np.count_nonzero(frac))
+    zero = v.size - nonzero
+    total += 9 * nonzero
+    stripped = 0  # trailing zeros every fraction has (a column of prices in cents has 6)
+    for step in (6, 3):
+        p = np.int32(10**step)
+        if stripped + step <= 7 and not np.any(frac % p):
+            total -= step * nonzero
+            frac //= p
+            stripped += step
+    for _ in range(stripped + 1, 8):
+        divisible = frac % np.int32(10) == 0
+        count = int(np.count_nonzero(divisible)) - zero  # fractions with >= j trailing zeros
+        if count == 0:
+            break
+        total -= count
+        frac = frac[divisible] // np.int32(10)  # only those can have more
+    total += int(np.count_nonzero(v < 0))
     return total + other
 
 
@@ -154,7 +174,7 @@ def _column_text_bytes(col: pa.ChunkedArray) -> int:
                            + np.count_nonzero(x < 0))
         if pa.types.is_timestamp(t) and t.unit == "ns" and t.tz == "UTC":
             # "YYYY-MM-DD hh:mm:ss.fffffffffZ": 30 bytes for years 1970 to 2261.
-            ns = np.concatenate([c.to_numpy().view(np.int64) for c in col.chunks])
+            ns = np.concatenate([c.view(pa.int64()).to_numpy() for c in col.chunks])
             if ns.min() >= 0:
                 return 30 * len(col)
     # Anything else: the writer's own text, less its header line and the newline of each row.
@@ -373,6 +393,16 @@ def _generate_into(
             if progress:
                 progress(done, total)
 
+    csv_info: dict[str, dict[str, Any]] = {}
+    csv_tasks = [(str(stage), table, _bulk_rels(parts, table)) for table in TABLES]
+
+    def csv_done(res: tuple[str, dict[str, Any]]) -> None:
+        nonlocal done
+        csv_info[res[0]] = res[1]
+        done += 1
+        if progress:
+            progress(done, total)
+
     if cluster is not None:
         try:
             with cluster_map(cluster) as cmap:
@@ -384,15 +414,32 @@ def _generate_into(
     elif jobs == 1:
         collect(map(_gen_task, tasks))
     else:
+        # The bulk-load day's partitions go first; its two CSVs are written by the pool as soon
+        # as they are done, while the other partitions are still generating (not at the end,
+        # on one core). At most ``jobs`` tasks are queued, so the CSVs run next.
+        queue = deque(sorted(tasks, key=lambda t: t[1].day != cal.BULK_DAY))
+        bulk_left = sum(t[1].day == cal.BULK_DAY for t in tasks)
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            collect(pool.map(_gen_task, tasks))
+            running: set[Future[Any]] = set()
+            csv_futures: set[Future[Any]] = set()
+            while queue or running:
+                while queue and len(running) < jobs:
+                    running.add(pool.submit(_gen_task, queue.popleft()))
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    res = fut.result()
+                    if fut in csv_futures:
+                        csv_done(res)
+                        continue
+                    collect([res])
+                    bulk_left -= any(r["day"] == cal.BULK_DAY.isoformat() for r in res["rows"])
+                    if bulk_left == 0 and not csv_futures:
+                        csv_futures = {pool.submit(_bulk_csv_task, c) for c in csv_tasks}
+                        running |= csv_futures
     rows.sort(key=lambda r: r["path"])
-    csv_info = {}
-    for table in TABLES:
-        csv_info[table] = _write_bulk_csv(stage, table, rows)
-        done += 1
-        if progress:
-            progress(done, total)
+    for c in csv_tasks:
+        if c[1] not in csv_info:
+            csv_done(_bulk_csv_task(c))
     manifest = Manifest(
         scale=scale, seed=seed, symbols=symbols,
         content_hash=combine_hashes({r["path"]: r["hash"] for r in rows}),
@@ -402,16 +449,45 @@ def _generate_into(
     return manifest
 
 
-def _write_bulk_csv(stage: Path, table: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The bulk-load day of ``table`` as one CSV in time order, for the W benchmark."""
-    day = cal.BULK_DAY.isoformat()
-    files = [stage / r["path"] for r in rows if r["table"] == table and r["day"] == day]
-    data = pa.concat_tables([pq.read_table(f) for f in files]).sort_by("ts")
+def _ts_text(ns: np.ndarray) -> pa.Array:
+    """UTC nanosecond timestamps (at or after 1970) as the CSV writer writes them,
+    ``YYYY-MM-DD hh:mm:ss.fffffffffZ``, built with array arithmetic (the writer's own
+    formatting costs about 2 µs a row)."""
+    n = ns.size
+    day, rem = np.divmod(ns, cal.NS_PER_DAY)
+    days, inverse = np.unique(day, return_inverse=True)
+    dates = np.frombuffer(b"".join((cal.EPOCH + dt.timedelta(days=int(d))).isoformat().encode()
+                                   for d in days), np.uint8).reshape(-1, 10)
+    text = np.empty((n, 30), np.uint8)
+    text[:, :10] = dates[inverse]
+    for pos, char in ((10, " "), (13, ":"), (16, ":"), (19, "."), (29, "Z")):
+        text[:, pos] = ord(char)
+    sec, frac = np.divmod(rem, 1_000_000_000)
+    for pos, width, value in ((11, 2, sec // 3600), (14, 2, sec // 60 % 60), (17, 2, sec % 60), (20, 9, frac)):
+        for i in range(width):
+            text[:, pos + width - 1 - i] = 48 + value % 10
+            value = value // 10
+    offsets = np.arange(n + 1, dtype=np.int64) * 30
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text))
+
+
+def _bulk_csv_task(args: tuple[str, str, list[str]]) -> tuple[str, dict[str, Any]]:
+    """The bulk-load day of one table as one CSV in time order, for the W benchmark: the
+    partitions ``rels`` (in path order, which breaks ties in time) merged by ``ts``."""
+    stage, table, rels = args
+    data = pa.concat_tables([pq.read_table(Path(stage) / r) for r in sorted(rels)]).sort_by("ts")
+    ts = data.column("ts").combine_chunks()
+    if data.num_rows and pa.types.is_timestamp(ts.type) and ts.type.unit == "ns" and pc.min(ts).value >= 0:
+        data = data.set_column(0, "ts", _ts_text(ts.view(pa.int64()).to_numpy()))
     rel = csv_path(table)
-    dest = stage / rel
+    dest = Path(stage) / rel
     dest.parent.mkdir(parents=True, exist_ok=True)
     pacsv.write_csv(data, dest, CSV_OPTIONS)
-    return {"path": rel, "rows": data.num_rows, "bytes": dest.stat().st_size}
+    return table, {"path": rel, "rows": data.num_rows, "bytes": dest.stat().st_size}
+
+
+def _bulk_rels(parts: Iterable[cal.Partition], table: str) -> list[str]:
+    return sorted(partition_path(table, p.day, p.exchange, p.sym) for p in parts if p.day == cal.BULK_DAY)
 
 
 def verify_files(directory: Path, manifest: Manifest, content: bool = False) -> None:

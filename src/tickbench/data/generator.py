@@ -164,8 +164,12 @@ def _round_sizes(rng: np.random.Generator, x: np.ndarray, inst: Instrument) -> n
 def _repeat(value: str, n: int) -> pa.Array:
     """A string column holding ``value`` ``n`` times, built from its buffers."""
     data = value.encode()
-    offsets = np.arange(n + 1, dtype=np.int64) * len(data)
-    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data * n)).cast(pa.string())
+    if n * len(data) >= 2**31:  # beyond 32-bit offsets
+        offsets = np.arange(n + 1, dtype=np.int64) * len(data)
+        big = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data * n))
+        return big.cast(pa.string())
+    offsets32 = np.arange(n + 1, dtype=np.int32) * np.int32(len(data))
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets32), pa.py_buffer(data * n))
 
 
 def generate_partition(seed: int, part: Partition, inst: Instrument) -> PartitionData:
@@ -217,7 +221,7 @@ def generate_partition(seed: int, part: Partition, inst: Instrument) -> Partitio
         cols[f"a{i + 1}size"] = asz[:, i]
     book = pa.Table.from_arrays(
         [
-            pa.array(book_ts, pa.int64()).cast(BOOK_SCHEMA.field("ts").type),
+            pa.array(book_ts, pa.int64()).view(BOOK_SCHEMA.field("ts").type),  # a cast is 100x slower
             _repeat(part.exchange, n),
             _repeat(part.sym, n),
         ]
@@ -253,7 +257,7 @@ def generate_partition(seed: int, part: Partition, inst: Instrument) -> Partitio
     trade_id = (part.day - EPOCH).days * TRADE_ID_STRIDE + np.arange(k, dtype=np.int64)
     trades = pa.Table.from_arrays(
         [
-            pa.array(trade_ts, pa.int64()).cast(TRADES_SCHEMA.field("ts").type),
+            pa.array(trade_ts, pa.int64()).view(TRADES_SCHEMA.field("ts").type),
             _repeat(part.exchange, k),
             _repeat(part.sym, k),
             pc.if_else(pa.array(is_buy), "buy", "sell"),

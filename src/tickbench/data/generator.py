@@ -132,29 +132,42 @@ def _unique_increasing(t: np.ndarray) -> np.ndarray:
 
 
 def _persist(rng: np.random.Generator, fresh: np.ndarray, p_change: np.ndarray) -> np.ndarray:
-    """Keep each column's previous value unless a draw (probability ``p_change``) renews it."""
+    """Keep each column's previous value unless a draw (probability ``p_change``) renews it.
+
+    ``fresh`` is ``(rows, columns)``, as drawn; the result is ``(columns, rows)``: one
+    contiguous array per column (the layout the table is built from, and in which carrying a
+    value down a column runs along memory)."""
     n, width = fresh.shape
     change = rng.random(fresh.shape) < p_change
     change[0] = True
-    # The flat index of the row that last renewed each cell, carried down its column.
+    # The flat index (into ``fresh``) of the row that last renewed each cell, carried along.
     itype = np.int32 if n * width < 2**31 else np.intp  # half the memory traffic where it fits
-    idx = np.where(change, np.arange(0, n * width, width, dtype=itype)[:, None], itype(0))
-    np.maximum.accumulate(idx, axis=0, out=idx)
-    idx += np.arange(width, dtype=itype)
+    idx = np.multiply(np.ascontiguousarray(change.T), np.arange(0, n * width, width, dtype=itype), dtype=itype)
+    np.maximum.accumulate(idx, axis=1, out=idx)
+    idx += np.arange(width, dtype=itype)[:, None]
     return np.take(fresh.ravel(), idx)
 
 
 def _round_sizes(rng: np.random.Generator, x: np.ndarray, inst: Instrument) -> np.ndarray:
-    """Sizes on the lot grid, a share of them snapped to round lots (1, 2, 5 × 10^k)."""
+    """Sizes on the lot grid, a share of them snapped to round lots (1, 2, 5 × 10^k).
+
+    A 2-D ``x`` is ``(columns, rows)`` (from :func:`_persist`); its draws are made in
+    ``(rows, columns)`` order, as for every other array of the partition."""
     lots = 10**inst.lot_decimals
-    snap = rng.random(x.shape) < 0.3
-    # Only the snapped sizes need their round lot (the same arithmetic as on every size).
-    xs = x[snap]
+    if x.ndim == 2:
+        snap = np.ascontiguousarray((rng.random(x.shape[::-1]) < 0.3).T)
+    else:
+        snap = rng.random(x.shape) < 0.3
+    # Only the snapped sizes need their round lot (the same arithmetic as on every size), and
+    # integer positions gather and scatter them several times faster than a boolean mask.
+    sel = np.flatnonzero(snap)
+    xs = np.take(x.ravel(), sel)
     mag = 10.0 ** np.floor(np.log10(np.maximum(xs, 1e-12)))
     mant = xs / mag
-    nice = np.where(mant < 1.5, 1.0, np.where(mant < 3.5, 2.0, np.where(mant < 7.5, 5.0, 10.0)))
-    snapped = x.copy()
-    snapped[snap] = nice * mag
+    # 1, 2, 5 or 10 as mant is below 1.5, 3.5, 7.5 or not (a chain of np.where, in arithmetic).
+    nice = 10.0 - 5.0 * (mant < 7.5) - 3.0 * (mant < 3.5) - 1.0 * (mant < 1.5)
+    snapped = np.array(x, order="C", copy=True)
+    np.put(snapped, sel, nice * mag)
     snapped *= lots
     np.rint(snapped, out=snapped)
     np.maximum(snapped, 1, out=snapped)  # whole lots, at least one: exact as float64
@@ -195,31 +208,38 @@ def generate_partition(seed: int, part: Partition, inst: Instrument) -> Partitio
     vol = np.exp(0.5 * _log_vol(seed, part.day, part.sym))[np.minimum(bt // 60_000_000, 1439)]
 
     spread = rng.geometric(1 / (1 + inst.spread_ticks * vol))  # ticks, at least one
-    spread = _persist(rng, spread[:, None], np.array([0.5]))[:, 0]
+    spread = _persist(rng, spread[:, None], np.array([0.5]))[0]
     b1 = np.floor(mid - spread / 2).astype(np.int64)
     a1 = b1 + spread
 
+    # Levels are (level, snapshot): one contiguous array per column of the table.
     gap_p = 1 / (1 + inst.gap_ticks)
-    bgap = _persist(rng, rng.geometric(gap_p, (n, LEVELS - 1)), np.array([0.25]))
-    agap = _persist(rng, rng.geometric(gap_p, (n, LEVELS - 1)), np.array([0.25]))
-    bid = np.concatenate([b1[:, None], b1[:, None] - np.cumsum(bgap, axis=1)], axis=1)
-    ask = np.concatenate([a1[:, None], a1[:, None] + np.cumsum(agap, axis=1)], axis=1)
+    bid = np.empty((LEVELS, n), np.int64)
+    ask = np.empty((LEVELS, n), np.int64)
+    bid[0], ask[0] = b1, a1
+    np.cumsum(_persist(rng, rng.geometric(gap_p, (n, LEVELS - 1)), np.array([0.25])), axis=0, out=bid[1:])
+    np.cumsum(_persist(rng, rng.geometric(gap_p, (n, LEVELS - 1)), np.array([0.25])), axis=0, out=ask[1:])
+    np.subtract(b1, bid[1:], out=bid[1:])
+    np.add(a1, ask[1:], out=ask[1:])
     if bid.min() <= 0:
         raise ValueError(f"partition {part.name}: a bid level fell to zero; widen the tick grid")
 
     depth = inst.size_scale * (1 + 0.25 * np.arange(LEVELS))
     p_size = np.linspace(0.6, 0.2, LEVELS)
-    bsz = _round_sizes(rng, _persist(rng, rng.lognormal(0, 1.0, (n, LEVELS)) * depth, p_size), inst)
-    asz = _round_sizes(rng, _persist(rng, rng.lognormal(0, 1.0, (n, LEVELS)) * depth, p_size), inst)
+    sizes = []
+    for _side in ("bid", "ask"):
+        fresh = rng.lognormal(0, 1.0, (n, LEVELS))
+        fresh *= depth
+        sizes.append(_round_sizes(rng, _persist(rng, fresh, p_size), inst))
+    bsz, asz = sizes
 
     book_ts = (day0 + bt) * US
     cols: dict[str, np.ndarray] = {}
     for i in range(LEVELS):
-        cols[f"b{i + 1}price"] = bid[:, i] / ticks_per_unit
-        cols[f"b{i + 1}size"] = bsz[:, i]
-    for i in range(LEVELS):
-        cols[f"a{i + 1}price"] = ask[:, i] / ticks_per_unit
-        cols[f"a{i + 1}size"] = asz[:, i]
+        cols[f"b{i + 1}price"] = bid[i] / ticks_per_unit
+        cols[f"b{i + 1}size"] = bsz[i]
+        cols[f"a{i + 1}price"] = ask[i] / ticks_per_unit
+        cols[f"a{i + 1}size"] = asz[i]
     book = pa.Table.from_arrays(
         [
             pa.array(book_ts, pa.int64()).view(BOOK_SCHEMA.field("ts").type),  # a cast is 100x slower
@@ -250,7 +270,7 @@ def generate_partition(seed: int, part: Partition, inst: Instrument) -> Partitio
     level = np.arange(order.size) - np.repeat(np.cumsum(nfill) - nfill, nfill)
     snap = prevailing[order]
     is_buy = buy[order]
-    price_ticks = np.where(is_buy, ask[snap, level], bid[snap, level])
+    price_ticks = np.where(is_buy, ask[level, snap], bid[level, snap])
     raw = (rng.pareto(1.4, order.size) + 0.05) * inst.size_scale * 0.3
     amount = _round_sizes(rng, raw, inst)
     k = order.size

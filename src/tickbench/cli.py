@@ -62,14 +62,14 @@ def default_data_dir(scale: float, seed: int, symbols: int) -> Path:
     return Path("data") / (f"sf{scale:g}-seed{seed}" + (f"-sym{symbols}" if symbols else ""))
 
 
-def _generate(out: Path, scale: float, seed: int, symbols: int, jobs: int) -> str:
+def _generate(out: Path, scale: float, seed: int, symbols: int, jobs: int, cluster: str | None = None) -> str:
     with progress_bar("generate") as bar:
         task = bar.add_task(f"generating {out}", total=None)
 
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        manifest = generate(out, scale, seed, symbols, jobs, progress)
+        manifest = generate(out, scale, seed, symbols, jobs, progress, cluster=cluster)
     rows = sum(p["rows"] for p in manifest.partitions)
     console.print(f"dataset {out}: {rows:,} rows, scale {scale:g}, seed {seed}")
     return manifest.content_hash
@@ -82,12 +82,15 @@ def generate_cmd(
     seed: Annotated[int, typer.Option(help="random seed")] = DEFAULT_SEED,
     symbols: Annotated[int, typer.Option(help="extra synthetic instruments (Zipf activity)")] = 0,
     jobs: Annotated[int, typer.Option(help="worker processes")] = 1,
+    cluster: Annotated[str | None, typer.Option(
+        help="run the partitions on a Dask cluster: its scheduler (tcp://HOST:8786) or local:N worker "
+             "processes; --out must be on a filesystem every worker sees")] = None,
 ) -> None:
     """Write the Parquet dataset (and the bulk-load day as CSV) and print its content hash."""
     try:
         check_scale(scale)
         out = out or default_data_dir(scale, seed, symbols)
-        content_hash = _generate(out, scale, seed, symbols, jobs)
+        content_hash = _generate(out, scale, seed, symbols, jobs, cluster)
     except DatasetError as exc:
         raise fail(str(exc)) from None
     print(content_hash)

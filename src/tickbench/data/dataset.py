@@ -21,9 +21,11 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,11 +33,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from tickbench import __version__
 from tickbench.data import calendar as cal
+from tickbench.data.cluster import ClusterError, check_address, cluster_map
 from tickbench.data.generator import generate_partition
 from tickbench.data.schema import SCHEMAS, TABLES
 
@@ -49,6 +53,21 @@ class DatasetError(Exception):
     """A dataset directory is missing, incomplete, or not the dataset asked for."""
 
 
+def _joined_utf8(strings: pa.Array) -> bytes:
+    """``"\\x00".join(strings.to_pylist()).encode()`` without a Python object per value."""
+    if strings.null_count:
+        raise ValueError("a string column with nulls has no canonical hash")
+    if len(strings) == 0:
+        return b""
+    if pc.all(pc.equal(strings, strings[0])).as_py():  # one value throughout (exchange, sym)
+        return (str(strings[0].as_py()).encode() + b"\x00") * (len(strings) - 1) + str(
+            strings[0].as_py()).encode()
+    values = strings.cast(pa.large_string())
+    lists = pa.LargeListArray.from_arrays(pa.array([0, len(values)], pa.int64()), values)
+    joined = pc.binary_join(lists, pa.scalar("\x00", pa.large_string()))[0]
+    return joined.as_buffer().to_pybytes()
+
+
 def hash_table(table: pa.Table) -> str:
     """The canonical content hash of one partition table."""
     h = hashlib.blake2b(digest_size=16)
@@ -57,24 +76,122 @@ def hash_table(table: pa.Table) -> str:
         h.update(name.encode() + b"\x00")
         chunk = col.combine_chunks()
         if pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type):
-            h.update("\x00".join(chunk.to_pylist()).encode())
+            h.update(_joined_utf8(chunk))
         elif pa.types.is_timestamp(chunk.type):
-            h.update(np.ascontiguousarray(chunk.cast(pa.int64()).to_numpy(), "<i8").tobytes())
+            h.update(np.ascontiguousarray(chunk.view(pa.int64()).to_numpy(), "<i8").data)
         else:
-            h.update(np.ascontiguousarray(chunk.to_numpy()).astype(
-                "<f8" if pa.types.is_floating(chunk.type) else "<i8").tobytes())
+            dtype = "<f8" if pa.types.is_floating(chunk.type) else "<i8"
+            h.update(np.ascontiguousarray(chunk.to_numpy(), dtype).data)
     return h.hexdigest()
 
 
 CSV_OPTIONS = pacsv.WriteOptions(quoting_style="none")
 
+_POW10 = 10 ** np.arange(19, dtype=np.int64)
 
-def csv_size(table: pa.Table) -> int:
-    """Bytes of ``table`` written as the dataset's CSV (header included), without writing it:
-    SE's denominator for rows that exist only as Parquet."""
+
+def _csv_write_size(table: pa.Table) -> int:
     sink = pa.MockOutputStream()
     pacsv.write_csv(table, sink, CSV_OPTIONS)
     return int(sink.size())
+
+
+def _float_text_bytes(values: np.ndarray) -> int:
+    """Bytes of ``values`` as the CSV writer formats them (shortest round-trip text), summed.
+
+    Every generated price and size is a whole count of ticks or lots over a power of ten, so its
+    shortest text is that decimal. A value that is exactly ``k / 10**8`` with ``k < 10**15`` (at
+    most 15 significant digits, so no shorter text maps to the same double) and a decimal
+    exponent in [-6, 9] is written in fixed notation: its integer digits, then a point and the
+    fractional digits without trailing zeros (``30000``, ``0.5``, ``0.00012``); that length is
+    counted with float arithmetic that is exact on these integers. Any other value (scientific
+    notation, more digits) is measured by the writer's own formatting.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        if v.min() >= 1e-6 and v.max() < 1e7:  # positive, in range, k < 10**15: the usual case
+            a = v
+            k = np.rint(v * 1e8)
+            ok = k / 1e8 == v
+        else:
+            a = np.abs(v)
+            k = np.rint(a * 1e8)
+            ok = (k / 1e8 == a) & (k < 1e15) & (a >= 1e-6) & (a < 1e10)
+    other = 0
+    if not ok.all():
+        rest = pa.array(v[~ok]).cast(pa.string())
+        other = int(pc.sum(pc.binary_length(rest)).as_py() or 0)
+        v, a, k = v[ok], a[ok], k[ok]
+    if v.size == 0:
+        return other
+    whole = np.floor(a)
+    # Integer digits: those of the smallest, plus one per further power of ten reached ("0" is
+    # one digit); most columns hold values of one magnitude, so this is a min and a max.
+    lo, hi = len(str(int(whole.min()))), len(str(int(whole.max())))
+    total = v.size * lo + sum(int(np.count_nonzero(whole >= 10.0**j)) for j in range(lo, hi))
+    # Fractional digits: 8 less the trailing zeros of the fraction (an integer below 10**8,
+    # exact as k < 10**15), plus the point; a zero fraction writes neither.
+    frac = (k - whole * 1e8).astype(np.int32)
+    nonzero = int(np.count_nonzero(frac))
+    zero = v.size - nonzero
+    total += 9 * nonzero
+    stripped = 0  # trailing zeros every fraction has (a column of prices in cents has 6)
+    for step in (6, 3):
+        p = np.int32(10**step)
+        if stripped + step <= 7 and not np.any(frac % p):
+            total -= step * nonzero
+            frac //= p
+            stripped += step
+    for _ in range(stripped + 1, 8):
+        divisible = frac % np.int32(10) == 0
+        count = int(np.count_nonzero(divisible)) - zero  # fractions with >= j trailing zeros
+        if count == 0:
+            break
+        total -= count
+        frac = frac[divisible] // np.int32(10)  # only those can have more
+    total += int(np.count_nonzero(v < 0))
+    return total + other
+
+
+def _column_text_bytes(col: pa.ChunkedArray) -> int:
+    """Bytes of one column's values as the CSV writer formats them (no separators), summed."""
+    t = col.type
+    if col.null_count == 0 and len(col) > 0:
+        if pa.types.is_float64(t):
+            # In slices that stay in cache: the arithmetic makes several passes over each.
+            return sum(_float_text_bytes(x[i:i + 32_768])
+                       for x in (c.to_numpy(zero_copy_only=False) for c in col.chunks)
+                       for i in range(0, len(x), 32_768))
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            # quoting_style="none": the bytes as they are.
+            return int(pc.sum(pc.binary_length(col)).as_py())
+        if pa.types.is_int64(t):
+            x = np.concatenate([c.to_numpy() for c in col.chunks])
+            if x.min() > -(10**18):
+                return int(np.maximum(np.searchsorted(_POW10, np.abs(x), side="right"), 1).sum()
+                           + np.count_nonzero(x < 0))
+        if pa.types.is_timestamp(t) and t.unit == "ns" and t.tz == "UTC":
+            # "YYYY-MM-DD hh:mm:ss.fffffffffZ": 30 bytes for years 1970 to 2261.
+            ns = np.concatenate([c.view(pa.int64()).to_numpy() for c in col.chunks])
+            if ns.min() >= 0:
+                return 30 * len(col)
+    # Anything else: the writer's own text, less its header line and the newline of each row.
+    one = pa.table([col], names=["x"])
+    return _csv_write_size(one) - _csv_write_size(one.slice(0, 0)) - len(col)
+
+
+def csv_size(table: pa.Table) -> int:
+    """Bytes of ``table`` written as the dataset's CSV (header included), without writing it:
+    SE's denominator for rows that exist only as Parquet. Equal, byte for byte, to the size of
+    ``pyarrow.csv.write_csv(table, ..., CSV_OPTIONS)``; computed from the values (the writer's
+    float formatting is the generator's largest cost otherwise)."""
+    header = _csv_write_size(table.slice(0, 0))
+    n = table.num_rows
+    if n == 0:
+        return header
+    return header + n * table.num_columns + sum(_column_text_bytes(c) for c in table.columns)
 
 
 def combine_hashes(partition_hashes: dict[str, str]) -> str:
@@ -157,7 +274,12 @@ def check_seed(seed: int) -> None:
 
 
 def _gen_task(args: tuple[int, cal.Partition, int, str]) -> dict[str, Any]:
+    """Generate and write one partition into the staging directory ``out`` (run in a worker
+    process, or a cluster worker that sees ``out`` on a shared filesystem)."""
     seed, part, symbols, out = args
+    if not Path(out).is_dir():
+        raise DatasetError(f"worker {socket.gethostname()}: cannot see the output directory {out}; "
+                           "with --cluster, --out must be on a filesystem every worker mounts at the same path")
     data = generate_partition(seed, part, cal.instrument(part.sym, symbols))
     rows = []
     for table in TABLES:
@@ -171,7 +293,7 @@ def _gen_task(args: tuple[int, cal.Partition, int, str]) -> dict[str, Any]:
             "sym": part.sym, "path": rel, "rows": t.num_rows, "bytes": dest.stat().st_size,
             "csv_bytes": csv_size(t), "hash": hash_table(t),
         })
-    return {"rows": rows}
+    return {"rows": rows, "generator_version": GENERATOR_VERSION, "tickbench_version": __version__}
 
 
 ProgressFn = Callable[[int, int], None]
@@ -184,8 +306,13 @@ def generate(
     symbols: int = 0,
     jobs: int = 1,
     progress: ProgressFn | None = None,
+    cluster: str | None = None,
 ) -> Manifest:
     """Generate the dataset into ``out`` and return its manifest.
+
+    The partitions run in ``jobs`` local worker processes, or, with ``cluster`` (a Dask
+    scheduler address, or ``local:N``), as tasks on a Dask cluster whose workers all see
+    ``out``'s parent directory (see :mod:`tickbench.data.cluster`); the content hash is the same.
 
     The files are written into a staging directory beside ``out`` and moved into place only
     when every partition and the manifest are complete: an interrupted or failed run leaves
@@ -198,6 +325,14 @@ def generate(
         raise DatasetError(f"--symbols {symbols}: must be in [0, 10000]")
     if jobs < 1:
         raise DatasetError(f"--jobs {jobs}: must be at least 1")
+    if cluster is not None:
+        if jobs != 1:
+            raise DatasetError(f"--jobs {jobs} and --cluster {cluster} together; the cluster's workers do "
+                               "the work: give one or the other")
+        try:
+            check_address(cluster)
+        except ClusterError as exc:
+            raise DatasetError(str(exc)) from None
     out = Path(out)
     if out.exists():
         if not out.is_dir():
@@ -220,7 +355,7 @@ def generate(
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
-        manifest = _generate_into(stage, scale, seed, symbols, jobs, progress)
+        manifest = _generate_into(stage, scale, seed, symbols, jobs, progress, cluster)
         if out.exists():
             out.rmdir()
         os.replace(stage, out)
@@ -236,34 +371,75 @@ def generate(
 
 
 def _generate_into(
-    stage: Path, scale: float, seed: int, symbols: int, jobs: int, progress: ProgressFn | None
+    stage: Path, scale: float, seed: int, symbols: int, jobs: int, progress: ProgressFn | None,
+    cluster: str | None = None,
 ) -> Manifest:
     parts = sorted(cal.partitions(scale, symbols), key=lambda p: -(p.trades + p.book))
     tasks = [(seed, p, symbols, str(stage)) for p in parts]
     total = len(tasks) + 2
     rows: list[dict[str, Any]] = []
     done = 0
-    if jobs == 1:
-        results: Iterable[dict[str, Any]] = map(_gen_task, tasks)
+
+    def collect(results: Iterable[dict[str, Any]]) -> None:
+        nonlocal done
         for res in results:
+            if res["generator_version"] != GENERATOR_VERSION:
+                raise DatasetError(
+                    f"--cluster {cluster} has a worker that runs tickbench {res['tickbench_version']} (generator "
+                    f"{res['generator_version']}), this machine {__version__} (generator "
+                    f"{GENERATOR_VERSION}); install the same tickbench on every worker")
             rows.extend(res["rows"])
             done += 1
             if progress:
                 progress(done, total)
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for res in pool.map(_gen_task, tasks):
-                rows.extend(res["rows"])
-                done += 1
-                if progress:
-                    progress(done, total)
-    rows.sort(key=lambda r: r["path"])
-    csv_info = {}
-    for table in TABLES:
-        csv_info[table] = _write_bulk_csv(stage, table, rows)
+
+    csv_info: dict[str, dict[str, Any]] = {}
+    csv_tasks = [(str(stage), table, _bulk_rels(parts, table)) for table in TABLES]
+
+    def csv_done(res: tuple[str, dict[str, Any]]) -> None:
+        nonlocal done
+        csv_info[res[0]] = res[1]
         done += 1
         if progress:
             progress(done, total)
+
+    if cluster is not None:
+        try:
+            with cluster_map(cluster) as cmap:
+                collect(cmap(_gen_task, tasks))
+        except ClusterError as exc:
+            raise DatasetError(str(exc)) from None
+        # Every file a worker wrote must be here, on this machine's view of the shared path.
+        verify_files(stage, Manifest(scale, seed, symbols, "", rows, {}, {}))
+    elif jobs == 1:
+        collect(map(_gen_task, tasks))
+    else:
+        # The bulk-load day's partitions go first; its two CSVs are written by the pool as soon
+        # as they are done, while the other partitions are still generating (not at the end,
+        # on one core). At most ``jobs`` tasks are queued, so the CSVs run next.
+        queue = deque(sorted(tasks, key=lambda t: t[1].day != cal.BULK_DAY))
+        bulk_left = sum(t[1].day == cal.BULK_DAY for t in tasks)
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            running: set[Future[Any]] = set()
+            csv_futures: set[Future[Any]] = set()
+            while queue or running:
+                while queue and len(running) < jobs:
+                    running.add(pool.submit(_gen_task, queue.popleft()))
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    res = fut.result()
+                    if fut in csv_futures:
+                        csv_done(res)
+                        continue
+                    collect([res])
+                    bulk_left -= any(r["day"] == cal.BULK_DAY.isoformat() for r in res["rows"])
+                    if bulk_left == 0 and not csv_futures:
+                        csv_futures = {pool.submit(_bulk_csv_task, c) for c in csv_tasks}
+                        running |= csv_futures
+    rows.sort(key=lambda r: r["path"])
+    for c in csv_tasks:
+        if c[1] not in csv_info:
+            csv_done(_bulk_csv_task(c))
     manifest = Manifest(
         scale=scale, seed=seed, symbols=symbols,
         content_hash=combine_hashes({r["path"]: r["hash"] for r in rows}),
@@ -273,16 +449,45 @@ def _generate_into(
     return manifest
 
 
-def _write_bulk_csv(stage: Path, table: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The bulk-load day of ``table`` as one CSV in time order, for the W benchmark."""
-    day = cal.BULK_DAY.isoformat()
-    files = [stage / r["path"] for r in rows if r["table"] == table and r["day"] == day]
-    data = pa.concat_tables([pq.read_table(f) for f in files]).sort_by("ts")
+def _ts_text(ns: np.ndarray) -> pa.Array:
+    """UTC nanosecond timestamps (at or after 1970) as the CSV writer writes them,
+    ``YYYY-MM-DD hh:mm:ss.fffffffffZ``, built with array arithmetic (the writer's own
+    formatting costs about 2 µs a row)."""
+    n = ns.size
+    day, rem = np.divmod(ns, cal.NS_PER_DAY)
+    days, inverse = np.unique(day, return_inverse=True)
+    dates = np.frombuffer(b"".join((cal.EPOCH + dt.timedelta(days=int(d))).isoformat().encode()
+                                   for d in days), np.uint8).reshape(-1, 10)
+    text = np.empty((n, 30), np.uint8)
+    text[:, :10] = dates[inverse]
+    for pos, char in ((10, " "), (13, ":"), (16, ":"), (19, "."), (29, "Z")):
+        text[:, pos] = ord(char)
+    sec, frac = np.divmod(rem, 1_000_000_000)
+    for pos, width, value in ((11, 2, sec // 3600), (14, 2, sec // 60 % 60), (17, 2, sec % 60), (20, 9, frac)):
+        for i in range(width):
+            text[:, pos + width - 1 - i] = 48 + value % 10
+            value = value // 10
+    offsets = np.arange(n + 1, dtype=np.int64) * 30
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text))
+
+
+def _bulk_csv_task(args: tuple[str, str, list[str]]) -> tuple[str, dict[str, Any]]:
+    """The bulk-load day of one table as one CSV in time order, for the W benchmark: the
+    partitions ``rels`` (in path order, which breaks ties in time) merged by ``ts``."""
+    stage, table, rels = args
+    data = pa.concat_tables([pq.read_table(Path(stage) / r) for r in sorted(rels)]).sort_by("ts")
+    ts = data.column("ts").combine_chunks()
+    if data.num_rows and pa.types.is_timestamp(ts.type) and ts.type.unit == "ns" and pc.min(ts).value >= 0:
+        data = data.set_column(0, "ts", _ts_text(ts.view(pa.int64()).to_numpy()))
     rel = csv_path(table)
-    dest = stage / rel
+    dest = Path(stage) / rel
     dest.parent.mkdir(parents=True, exist_ok=True)
     pacsv.write_csv(data, dest, CSV_OPTIONS)
-    return {"path": rel, "rows": data.num_rows, "bytes": dest.stat().st_size}
+    return table, {"path": rel, "rows": data.num_rows, "bytes": dest.stat().st_size}
+
+
+def _bulk_rels(parts: Iterable[cal.Partition], table: str) -> list[str]:
+    return sorted(partition_path(table, p.day, p.exchange, p.sym) for p in parts if p.day == cal.BULK_DAY)
 
 
 def verify_files(directory: Path, manifest: Manifest, content: bool = False) -> None:

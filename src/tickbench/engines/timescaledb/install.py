@@ -3,12 +3,13 @@ official source release (no package registry here carries it).
 
 ``tickbench install timescaledb --source PATH`` (or ``$TICKBENCH_TIMESCALEDB_SOURCE``):
 
-1. nothing to do when the extension's control file under ``pg_config --sharedir`` already
-   names the tarball's version and its library is under ``pg_config --pkglibdir``;
-2. the build needs (``postgresql-server-dev-15 cmake libssl-dev``, and PostgreSQL itself)
-   come from apt when missing (root);
-3. the tarball is checked against ``PATH.sha256`` when that file is beside it, and refused on
+1. the tarball is checked against ``PATH.sha256`` when that file is beside it, and refused on
    a mismatch;
+2. nothing more to do when the extension's control file under ``pg_config --sharedir``
+   already names the tarball's version and its library is under ``pg_config --pkglibdir``
+   (what ``pg_available_extensions`` lists, read without a running server);
+3. the build needs (``postgresql-server-dev-15 cmake libssl-dev``, and PostgreSQL itself)
+   come from apt when missing (root);
 4. it is unpacked into ``<tools>/timescaledb/timescaledb-<version>/`` (kept: a second build of
    the same tarball reuses the tree), configured with the release's ``bootstrap`` (Release,
    no regression/TAP checks), built with ``make`` and installed into PostgreSQL's directories;
@@ -206,6 +207,11 @@ def install(source: Path | None, progress: Progress | None = None) -> str:
         if current is not None:
             return current
         raise EngineUnavailable(f"no TimescaleDB source given; {ENABLE}")
+    if progress:
+        progress(f"verifying {tarball.name}")
+    # Before anything else: a corrupt or substituted tarball is refused even when the version
+    # it claims is installed already.
+    digest = verify_checksum(tarball)
     version = tarball_version(tarball)
     if current == version:
         if progress:
@@ -213,9 +219,6 @@ def install(source: Path | None, progress: Progress | None = None) -> str:
         return current
     if os.geteuid() != 0:
         raise EngineUnavailable("installing TimescaleDB writes into PostgreSQL's system directories: run as root")
-    if progress:
-        progress(f"verifying {tarball.name}")
-    digest = verify_checksum(tarball)
     work = build_dir()
     work.mkdir(parents=True, exist_ok=True)
     log = build_log()

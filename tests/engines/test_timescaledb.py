@@ -20,7 +20,7 @@ from tickbench.suites.published import QueryParams
 
 pytest.importorskip("psycopg", reason="the TimescaleDB engine needs psycopg 3 (psycopg[binary])")
 
-from tickbench.engines.timescaledb import install as installer  # noqa: E402 - after the psycopg check
+from tickbench.engines.timescaledb import install as installer
 
 # The source release CI builds from (.ci/run): kept beside the checkout, never in it.
 VENDOR = Path(__file__).resolve().parents[2].parent / "shared" / "vendor" / "timescaledb-2.28.3.tar.gz"

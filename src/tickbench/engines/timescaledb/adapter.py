@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pyarrow as pa
 from psycopg import sql
 
+from tickbench.data.schema import SCHEMAS
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.postgres import adapter as pg
 from tickbench.engines.timescaledb import install as installer
@@ -22,6 +24,7 @@ from tickbench.engines.timescaledb import install as installer
 HERE = Path(__file__).parent
 SCHEMA = (HERE / "schema.sql").read_text()
 INGEST_INDEXES = (HERE / "ingest.sql").read_text()
+LATEST = (HERE / "ingest_latest.sql").read_text()
 # Every chunk of the table into the columnstore; compress_chunk() is the procedure
 # convert_to_columnstore() as a function, so one statement does all of a table's chunks.
 COMPRESS = {t: sql.SQL("SELECT count(compress_chunk(c)) FROM show_chunks({}) AS c").format(sql.Literal(t))
@@ -95,6 +98,36 @@ class Adapter(pg.Adapter):
                 before, after = before + int(row[0]), after + int(row[1])
         return {"hypertable_size": sum(sizes.values()), **{f"{t}_total": n for t, n in sizes.items()},
                 "uncompressed_bytes": before, "compressed_bytes": after}
+
+    # -- ingest -------------------------------------------------------------------------
+
+    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+        """PostgreSQL's ingest store with this engine's tables: hypertables kept in the
+        rowstore, btree (sym, ts DESC) on each (``ingest.sql``)."""
+        setting = self.durability_setting(durability)
+        self.ingest_close()
+        self._ensure_database(pg.INGEST_DB)
+        marker = store / pg.INGEST_MARKER
+        with self._connect(pg.INGEST_DB) as c:
+            c.execute("CREATE EXTENSION IF NOT EXISTS timescaledb")
+            exists = pg._scalar(c, "SELECT count(*) FROM timescaledb_information.hypertables "
+                                   "WHERE hypertable_name = ANY(%s)", [list(pg.TABLES)])
+            if not marker.exists() or exists != len(pg.TABLES):
+                with c.transaction():
+                    c.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(
+                        sql.SQL(", ").join(sql.Identifier(t) for t in pg.TABLES)))
+                    c.execute(SCHEMA)
+                    c.execute(INGEST_INDEXES)
+        # The tables are made; the rest (marker, reader connections) is PostgreSQL's.
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text("ready\n")
+        super().ingest_open(store, setting)
+
+    def ingest_latest(self) -> pa.Table:
+        with self._reader().cursor() as cur:
+            cur.execute(LATEST)
+            out = pg._ingest_arrow(None, cur)
+        return out.set_column(1, "ts", out.column("ts").cast(SCHEMAS["book"].field("ts").type))
 
     def settings(self) -> dict[str, Any]:
         out = super().settings()

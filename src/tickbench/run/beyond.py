@@ -46,14 +46,9 @@ Failure = (CellTimeout, WorkerDied, EngineError)
 
 
 def concurrency_model(engine: str) -> str:
-    """How the engine's concurrent clients are made: ``"processes"`` (one worker process per
-    client, each opening the loaded store with the adapter's ``start_shared()``) when the
-    adapter has ``start_shared``, else ``"threads"`` (client threads in one worker, each with
-    its own adapter instance started over the same store: in one process, engines that allow
-    one process per store share it). An adapter may set ``concurrency_model`` to choose."""
-    cls = adapter_class(engine)
-    default = "processes" if hasattr(cls, "start_shared") else "threads"
-    return str(getattr(cls, "concurrency_model", default))
+    """How the engine's concurrent clients are made: its declared ``concurrency_model``
+    (:class:`~tickbench.engines.base.Engine`)."""
+    return adapter_class(engine).concurrency_model
 
 
 def rows_read(ds: Dataset, qid: str, params: QueryParams) -> int:

@@ -44,6 +44,7 @@ import pyarrow as pa
 
 from tickbench.engines.base import Engine
 from tickbench.run.ingest import _tick_row, open_client, tick_syms
+from tickbench.run.visibility import wait_visible
 
 # One ack-log entry: event number, submitted and acknowledged (CLOCK_MONOTONIC ns, one clock
 # for every process of the machine, so the parent can read the worker's times).
@@ -128,6 +129,7 @@ def recover(adapter: Engine, store: Path, setting: str, ack_log: Path) -> dict[s
         adapter.stop()
     adapter.start()
     adapter.ingest_open(store, setting)
+    wait_visible(adapter)  # a reopened store's committed rows, once the engine applied them
     counted = adapter.ingest_count("trades")
     recovery_ns = clock() - t0
     try:

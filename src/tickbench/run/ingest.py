@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from tickbench.data.calendar import BULK_DAY
 from tickbench.engines.base import Engine, IngestClient
 from tickbench.run import latency
+from tickbench.run.visibility import wait_visible
 
 perf = time.perf_counter_ns
 
@@ -47,6 +48,9 @@ class _Stalling(IngestClient):
             time.sleep(self.seconds)
         self.inner.write(table, rows)
 
+    def pending_visibility(self) -> bool:
+        return self.inner.pending_visibility()
+
     def close(self) -> None:
         self.inner.close()
 
@@ -62,6 +66,9 @@ class _Losing(IngestClient):
         self.count += 1
         if self.count % self.nth:
             self.inner.write(table, rows)
+
+    def pending_visibility(self) -> bool:
+        return self.inner.pending_visibility()
 
     def close(self) -> None:
         self.inner.close()
@@ -118,6 +125,7 @@ def tick_rep(adapter: Engine, store: Path, x: int, y: int, batch: int, fault: di
             latency.record(write_h, dt, len(rows))
         write_ns = perf() - t_start
         client.close()
+        wait_visible(client)
         read_rows = 0
         wrong = ""
         t_start = perf()
@@ -306,6 +314,7 @@ def stream_cell(adapter: Engine, store: Path, rate: int | None, writers: int, se
         poller.join()
         for c in clients:
             c.close()
+            wait_visible(c)
         snap_after = latency.new()
         for _ in range(20):
             t0 = perf()

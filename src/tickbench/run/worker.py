@@ -31,6 +31,7 @@ from tickbench.engines.registry import adapter_class
 from tickbench.run import durability, ingest
 from tickbench.run.memory import KIND as MEMORY_KIND
 from tickbench.run.memory import PeakMemory
+from tickbench.run.visibility import wait_visible
 from tickbench.suites.beyond import params_from_dict
 from tickbench.suites.published import QueryParams
 
@@ -126,6 +127,7 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
             _kill_servers(adapter, float(faults(adapter.info.name)["kill_server_load"]))
         t0 = time.perf_counter_ns()
         rows = adapter.load()
+        wait_visible(adapter)  # the load ends when its rows are queryable
         return {"ns": time.perf_counter_ns() - t0, "rows": rows}
     if op == "query":
         fault = faults(adapter.info.name)
@@ -140,8 +142,8 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
         ns = time.perf_counter_ns() - t0
         if fault.get("wrong") == msg["qid"] and table.num_rows:
             table = table.slice(0, table.num_rows - 1)
-        engine_mem = getattr(adapter, "query_memory_bytes", lambda: None)()
-        notes = getattr(adapter, "query_notes", lambda q: "")(msg["qid"])
+        engine_mem = adapter.query_memory_bytes()
+        notes = adapter.query_notes(msg["qid"])
         return {
             "ns": ns, "rows": table.num_rows, "memory": mem.delta_bytes(),
             "memory_kind": MEMORY_KIND, "engine_memory": engine_mem, "notes": notes,
@@ -152,17 +154,13 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
         load = adapter.baseline_load if msg.get("baseline") else adapter.bulk_load
         t0 = time.perf_counter_ns()
         figures = load(msg["fmt"], scratch)
-        return {"ns": time.perf_counter_ns() - t0, "rows": figures.rows,
+        wait_visible(adapter)  # W's clock stops when the rows are queryable
+        rows = figures.committed_rows()
+        return {"ns": time.perf_counter_ns() - t0, "rows": rows,
                 "input_bytes": figures.input_bytes, "detail": figures.detail}
     if op == "storage":
         return {"bytes": adapter.storage_bytes()}
     return _handle_beyond(adapter, op, msg)
-
-
-def _start_shared(adapter: Engine) -> None:
-    """Open the loaded store beside other clients: the adapter's optional ``start_shared()``
-    (e.g. a read-only open, or a connection to the running server), else ``start()``."""
-    getattr(adapter, "start_shared", adapter.start)()
 
 
 def _handle_beyond(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
@@ -182,10 +180,11 @@ def _handle_beyond(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, A
     if op == "params":
         # Scaling rebinds the queries' ranges; the loaded data stays as it is.
         adapter.set_params(params_from_dict(msg["params"]))
+        wait_visible(adapter)
         return {}
     if op == "start_shared":
         # No pids reported: a client attached to another worker's server must not kill it.
-        _start_shared(adapter)
+        adapter.start_shared()
         return {}
     if op == "mix":
         clients = int(msg["clients"])
@@ -194,7 +193,7 @@ def _handle_beyond(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, A
         else:  # client threads, each with its own adapter instance over the same store
             instances = [type(adapter)(adapter.workdir, adapter.dataset, adapter.params) for _ in range(clients)]
             for inst in instances:
-                _start_shared(inst)
+                inst.start_shared()
         try:
             return ingest.mix_loop(instances, msg["qids"], msg["expected"], msg["seconds"], msg["seed"],
                                    msg.get("first_client", 0), msg["start_at"])

@@ -9,12 +9,11 @@ from typing import Any, ClassVar
 import duckdb
 import pyarrow as pa
 
-from tickbench.data.schema import SCHEMAS, rows_to_table
+from tickbench.data.schema import SCHEMAS, TABLES, rows_to_table
 from tickbench.engines.base import Engine, IngestClient, LoadFigures
 
 SCHEMA = (Path(__file__).parent / "schema.sql").read_text()
 PARAM = re.compile(r"\$([a-z_]+)")
-TABLES = ("trades", "book")
 
 
 def _insert_sql(table: str) -> str:
@@ -49,6 +48,8 @@ class _Writer(IngestClient):
 
 
 class Adapter(Engine):
+    # Concurrency clients are processes, each opening the file read-only (start_shared).
+    concurrency_model: ClassVar[str] = "processes"
     con: duckdb.DuckDBPyConnection | None = None
     ingest: duckdb.DuckDBPyConnection | None = None
     ingest_durability: ClassVar[dict[str, str]] = {

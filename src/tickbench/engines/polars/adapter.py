@@ -27,10 +27,10 @@ import polars as pl
 import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
+from tickbench.data.schema import TABLES
 from tickbench.engines.base import Engine
 from tickbench.suites.published import QueryParams
 
-TABLES = ("trades", "book")
 LABELS = ("exchange", "sym", "side")
 QueryFn = Callable[[dict[str, pl.LazyFrame], dict[str, Any]], pl.LazyFrame]
 

@@ -147,7 +147,8 @@ def test_plain_postgres_runs_without_the_extension(server_tmp: Path, tiny: Datas
         assert "timescaledb" not in conn.execute("SHOW shared_preload_libraries").fetchone()[0]
         e.load()
         assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'timescaledb'").fetchone()[0] == 0
-        assert e.settings()["variant"] == "plain"
-        assert "total_relation_size" in e.storage_bytes()
+        assert "timescaledb_version" not in e.settings()
+        assert conn.execute("SELECT count(*) FROM pg_inherits").fetchone()[0] == 0  # no chunks: plain tables
+        assert {"total_relation_size", "heap_and_toast", "indexes"} <= set(e.storage_bytes())
     finally:
         e.stop()

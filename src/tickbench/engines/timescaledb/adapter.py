@@ -10,35 +10,45 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg
-import pyarrow as pa
 from psycopg import sql
 
-from tickbench.data.schema import SCHEMAS
+from tickbench.data.schema import TABLES
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.postgres import adapter as pg
 from tickbench.engines.timescaledb import install as installer
 
-HERE = Path(__file__).parent
-SCHEMA = (HERE / "schema.sql").read_text()
-INGEST_INDEXES = (HERE / "ingest.sql").read_text()
-LATEST = (HERE / "ingest_latest.sql").read_text()
-# Every chunk of the table into the columnstore; compress_chunk() is the procedure
-# convert_to_columnstore() as a function, so one statement does all of a table's chunks.
+# Every chunk of the table into the columnstore; compress_chunk() is the function form of the
+# procedure convert_to_columnstore(), so one statement does all of a table's chunks.
 COMPRESS = {t: sql.SQL("SELECT count(compress_chunk(c)) FROM show_chunks({}) AS c").format(sql.Literal(t))
-            for t in pg.TABLES}
+            for t in TABLES}
 COLUMNSTORE_STATS = ("SELECT coalesce(sum(before_compression_total_bytes), 0), "
                      "coalesce(sum(after_compression_total_bytes), 0) FROM hypertable_columnstore_stats(%s)")
+COLUMNSTORE_SETTINGS = ("SELECT hypertable::text, segmentby, orderby "
+                        "FROM timescaledb_information.hypertable_columnstore_settings")
 
 
 class Adapter(pg.Adapter):
-    """PostgreSQL with TimescaleDB: hypertables, the month in the columnstore."""
+    """PostgreSQL with TimescaleDB: hypertables, the loaded data in the columnstore. Its files
+    (schema.sql, ingest.sql, ingest_latest.sql, queries/) are this folder's."""
+
+    server_name = "timescaledb"
+    port_env = "TICKBENCH_TIMESCALEDB_PORT"  # a fixed port instead of a free one (refused if taken)
+    ingest_marker = "timescaledb-ingest"
+    extra_settings: ClassVar[dict[str, str]] = {
+        "shared_preload_libraries": "timescaledb",
+        "timescaledb.telemetry_level": "off",
+    }
+    extension = "timescaledb"
+    index_file = None  # the compressed chunks index their batches themselves (schema.sql)
+    copy_freeze = False  # COPY routes rows into chunks it creates: there is no table to TRUNCATE
+    size_sql = "SELECT hypertable_size(%s)"  # every chunk: compressed data, TOAST, indexes
 
     @classmethod
     def probe(cls) -> str:
-        server = pg.Adapter.probe()
+        server = super().probe()
         version = installer.installed_version()
         if version is None:
             raise EngineUnavailable(f"the TimescaleDB extension is not installed for PostgreSQL {server}")
@@ -48,16 +58,12 @@ class Adapter(pg.Adapter):
     def install(cls, progress: Callable[[str], None] | None = None, source: Path | None = None) -> str:
         """PostgreSQL 15 (as the postgres engine installs it), then TimescaleDB built from the
         source release ``source`` (or ``$TICKBENCH_TIMESCALEDB_SOURCE``); idempotent."""
-        pg.Adapter.install(progress)
+        if not cls.installed():
+            pg.Adapter.install(progress)
         installer.install(source, progress)
         return cls.probe()
 
-    # -- schema and loading -------------------------------------------------------------
-
-    def _create_schema(self, c: psycopg.Connection[Any]) -> str:
-        c.execute("CREATE EXTENSION IF NOT EXISTS timescaledb")
-        c.execute(SCHEMA)
-        return "timescaledb"
+    # -- loading: the chunks go into the columnstore -----------------------------------------
 
     def _compress(self, dbname: str) -> None:
         """Every chunk of both hypertables into the columnstore, a connection per table."""
@@ -65,74 +71,36 @@ class Adapter(pg.Adapter):
             with self._connect(dbname) as c:
                 c.execute(COMPRESS[table])
 
-        with ThreadPoolExecutor(len(pg.TABLES)) as pool:
-            for f in [pool.submit(one, t) for t in pg.TABLES]:
+        with ThreadPoolExecutor(len(TABLES)) as pool:
+            for f in [pool.submit(one, t) for t in TABLES]:
                 f.result()
 
-    def _finish(self, c: psycopg.Connection[Any], variant: str) -> int:
-        """The loaded chunks compressed into the columnstore (part of the load, as Timescale
-        serves historical data), then statistics and the row count."""
+    def _finish(self, c: psycopg.Connection[Any]) -> int:
+        """The loaded chunks compressed into the columnstore (part of every load, W's too: it
+        is the form in which TimescaleDB serves a finished day), then ANALYZE and the count."""
         self._compress(c.info.dbname)
-        c.execute("ANALYZE trades, book")
-        return pg._count_rows(c)
+        return super()._finish(c)
 
-    # -- SE -------------------------------------------------------------------------------
+    # -- SE and settings ------------------------------------------------------------------
 
     def storage_bytes(self) -> dict[str, int]:
-        """SE: the 30-day period alone in a fresh database ``se``, loaded and compressed as
-        :meth:`load` does, after VACUUM and CHECKPOINT: ``hypertable_size`` of both tables
-        (every chunk, compressed data, TOAST and indexes); beside it the same rows' size
-        before compression, as the columnstore's statistics record it."""
-        db = "se"
-        self._fresh_database(db)
-        self._load_parquet(db, self.params.days("month"))
-        with self._connect(db) as c:
-            c.execute("VACUUM trades, book")
-            c.execute("CHECKPOINT")
-            sizes = {t: int(pg._scalar(c, "SELECT hypertable_size(%s)", [t])) for t in pg.TABLES}
-            before = after = 0
-            for t in pg.TABLES:
+        """SE: the month alone in a fresh database ``se``, loaded and compressed as :meth:`load`
+        does, after VACUUM and CHECKPOINT: ``hypertable_size`` of both tables; beside it the
+        rows' size before and after compression, as the columnstore's statistics record it."""
+        sizes = super().storage_bytes()
+        before = after = 0
+        with self._connect("se") as c:
+            for t in TABLES:
                 row = c.execute(COLUMNSTORE_STATS, [t]).fetchone()
                 if row is None:
                     raise RuntimeError(f"no columnstore statistics for {t}")
                 before, after = before + int(row[0]), after + int(row[1])
-        return {"hypertable_size": sum(sizes.values()), **{f"{t}_total": n for t, n in sizes.items()},
+        return {"hypertable_size": sizes["total_relation_size"],
+                **{f"{t}_total": sizes[f"{t}_total"] for t in TABLES},
                 "uncompressed_bytes": before, "compressed_bytes": after}
-
-    # -- ingest -------------------------------------------------------------------------
-
-    def ingest_open(self, store: Path, durability: str | None = None) -> None:
-        """PostgreSQL's ingest store with this engine's tables: hypertables kept in the
-        rowstore, btree (sym, ts DESC) on each (``ingest.sql``)."""
-        setting = self.durability_setting(durability)
-        self.ingest_close()
-        self._ensure_database(pg.INGEST_DB)
-        marker = store / pg.INGEST_MARKER
-        with self._connect(pg.INGEST_DB) as c:
-            c.execute("CREATE EXTENSION IF NOT EXISTS timescaledb")
-            exists = pg._scalar(c, "SELECT count(*) FROM timescaledb_information.hypertables "
-                                   "WHERE hypertable_name = ANY(%s)", [list(pg.TABLES)])
-            if not marker.exists() or exists != len(pg.TABLES):
-                with c.transaction():
-                    c.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(
-                        sql.SQL(", ").join(sql.Identifier(t) for t in pg.TABLES)))
-                    c.execute(SCHEMA)
-                    c.execute(INGEST_INDEXES)
-        # The tables are made; the rest (marker, reader connections) is PostgreSQL's.
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text("ready\n")
-        super().ingest_open(store, setting)
-
-    def ingest_latest(self) -> pa.Table:
-        with self._reader().cursor() as cur:
-            cur.execute(LATEST)
-            out = pg._ingest_arrow(None, cur)
-        return out.set_column(1, "ts", out.column("ts").cast(SCHEMAS["book"].field("ts").type))
 
     def settings(self) -> dict[str, Any]:
         out = super().settings()
-        c = self._conn()
-        rows = c.execute("SELECT hypertable::text, segmentby, orderby "
-                         "FROM timescaledb_information.hypertable_columnstore_settings").fetchall()
+        rows = self._conn().execute(COLUMNSTORE_SETTINGS).fetchall()
         out["columnstore"] = {t: {"segmentby": s, "orderby": o} for t, s, o in rows}
         return out

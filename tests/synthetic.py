@@ -54,20 +54,20 @@ def slowed(results: Results, engine: str, add_ms: float) -> Results:
 
 
 def many_engines(real: Results) -> Results:
-    """Five engines from one real duckdb run: duckdb as it ran; ``chdb`` 2× slower; ``postgres``
+    """Five engines from one real duckdb run: duckdb as it ran; ``chdb`` 2× slower; ``timescaledb``
     5× slower with O-NBBO unsupported and O-V2 timed out; ``influxdb`` 0.5× with T-V1 wrong and
     C-VT errored; ``kdb`` 0.3× with O-T not applicable and no W/SE (unavailable)."""
     records: list[Record] = list(real.records)
     special = {
-        ("postgres", "O-NBBO"): ("unsupported", "needs an as-of join across venues the dialect lacks"),
-        ("postgres", "O-V2"): ("timeout", "repetition 1 ran past 300 s"),
+        ("timescaledb", "O-NBBO"): ("unsupported", "needs an as-of join across venues the dialect lacks"),
+        ("timescaledb", "O-V2"): ("timeout", "repetition 1 ran past 300 s"),
         ("influxdb", "T-V1"): ("wrong", "row 3: volume 12.5 != 12.25 (the reference)"),
         ("influxdb", "C-VT"): ("error", "EngineError: internal error <b>not html</b> | pipe"),
         ("kdb", "O-T"): ("not_applicable", "in-memory only"),
         ("kdb", "W"): ("unavailable", "kdb+ is not installed: q not found"),
         ("kdb", "SE"): ("unavailable", "kdb+ is not installed: q not found"),
     }
-    for engine, factor in (("chdb", 2.0), ("postgres", 5.0), ("influxdb", 0.5), ("kdb", 0.3)):
+    for engine, factor in (("chdb", 2.0), ("timescaledb", 5.0), ("influxdb", 0.5), ("kdb", 0.3)):
         for r in real.records:
             rec = scaled(r, factor, engine)
             if rec.query is not None:
@@ -86,5 +86,5 @@ def many_engines(real: Results) -> Results:
             records.append(rec)
     env = real.environment.model_copy(update={"engines": {
         **real.environment.engines, **{e: {"version": "synthetic", "settings": {}} for e in
-                                       ("chdb", "postgres", "influxdb", "kdb")}}})
+                                       ("chdb", "timescaledb", "influxdb", "kdb")}}})
     return real.model_copy(update={"records": records, "environment": env})

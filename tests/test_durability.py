@@ -104,7 +104,7 @@ def test_lost_row_under_a_durable_setting_is_wrong(tiny: Dataset, tmp_path: Path
 
 
 @pytest.mark.server
-@pytest.mark.parametrize("engine", ["postgres", "questdb"])
+@pytest.mark.parametrize("engine", ["postgres", "timescaledb", "questdb"])
 def test_server_killed_and_recovered(engine: str, tiny: Dataset, server_tmp: Path) -> None:
     try:
         adapter_class(engine).probe()

@@ -104,7 +104,7 @@ def test_page_is_self_contained(real: Results) -> None:
 def test_log_scale_only_when_the_spread_needs_it(real: Results) -> None:
     page = html.render(many_engines(real))
     charts = json.loads(re.search(r'id="chart-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
-    # the paper's T-VWAP spans 26 .. 12,716 ms: log; ours spans kdb 0.3x .. postgres 5x, min to max
+    # the paper's T-VWAP spans 26 .. 12,716 ms: log; ours spans kdb 0.3x .. timescaledb 5x, min to max
     assert charts["chart-T-VWAP"]["layout"]["yaxis2"]["type"] == "log"
     assert html._axis_type([1.0, 2.0, 19.0]) == "linear" and html._axis_type([1.0, 21.0]) == "log"
     # the paper's series is on its own axes, never in our trace
@@ -119,9 +119,10 @@ def test_markdown_has_summary_paper_and_rank_tables(real: Results) -> None:
     assert "- read: **kdb** fastest in 4 of 5" in md
     assert "### Rank order, paper vs ours" in md
     # T-V1: paper kdb 81 < InfluxDB 93 < ClickHouse 272 < TimescaleDB 469; ours influxdb is wrong there
-    assert "| T-V1 | kdb < chdb < postgres | kdb < chdb < postgres | same | 3/3 |" in md
+    assert "| T-V1 | kdb < chdb < timescaledb | kdb < chdb < timescaledb | same | 3/3 |" in md
     # T-VWAP: paper kdb 75 < ClickHouse 202 < TimescaleDB 334 < InfluxDB 12,716; ours influxdb is 2nd
-    assert "| T-VWAP | kdb < chdb < postgres < influxdb | kdb < influxdb < chdb < postgres | differs | 4/6 |" in md
+    assert ("| T-VWAP | kdb < chdb < timescaledb < influxdb | kdb < influxdb < chdb < timescaledb | differs | 4/6 |"
+            in md)
     assert "| W | s (CSV) |" not in md and "| W | ms | 5 |" in md
     assert "```" in md and real.dataset.content_hash in md
 
@@ -142,7 +143,7 @@ def test_paper_figures_are_transcribed() -> None:
     assert p.values["O-S"]["InfluxDB"] == 623732 and p.values["T-V1"]["kdb+ in-memory"] == 57
     assert "kdb+ in-memory" not in p.values["C-VO2"]
     assert p.table_of["O-NBBO"] == "6" and p.table_of["O-V2"] == "7" and p.table_of["C-R"] == "8"
-    assert {p.engine_of[s] for s in p.systems} == {"", "kdb", "influxdb", "postgres", "chdb"}
+    assert {p.engine_of[s] for s in p.systems} == {"", "kdb", "influxdb", "timescaledb", "chdb"}
     assert "i7-1065G7" in p.machine and p.memory_mb["O-S"]["kdb+ on-disk"] == 588
 
 

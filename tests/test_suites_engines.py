@@ -23,7 +23,7 @@ SMALL = suite_options(tick_matrix=((2, 200),), tick_reps=1, tick_batch=100, stre
                       concurrency_seconds=2.0, scaling_factor=2.0, scaling_spans=("day", "week"))
 
 
-@pytest.fixture(params=["chdb", "postgres", "questdb"])
+@pytest.fixture(params=["chdb", "postgres", "timescaledb", "questdb"])
 def engine(request: pytest.FixtureRequest) -> str:
     name: str = request.param
     try:

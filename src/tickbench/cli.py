@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.status import Status
 from rich.table import Table
 
 from tickbench.data.dataset import DatasetError, check_scale, check_seed, generate
@@ -331,16 +332,29 @@ def engines_cmd() -> None:
 @app.command("install")
 def install_cmd(
     names: Annotated[list[str], typer.Argument(help="engines to install (server engines)")],
+    source: Annotated[Path | None, typer.Option(
+        help="a source release to build from, for an engine built from source (timescaledb)")] = None,
 ) -> None:
     """Install engines from the package registries into tickbench's tools directory."""
     try:
         check_engines(names)
     except RunError as exc:
         raise fail(str(exc)) from None
+    if source is not None:
+        takes = [n for n in names if "source" in inspect.signature(adapter_class(n).install).parameters]
+        if takes != names:
+            raise fail("--source applies to engines built from source only (timescaledb), "
+                       f"not {', '.join(n for n in names if n not in takes)}")
     for name in names:
         with console.status(f"installing {name}…") as status:
+
+            def progress(step: str, name: str = name, status: Status = status) -> None:
+                status.update(f"{name}: {step}")
+                console.print(f"  {name}: {step}", highlight=False)  # a line per step, for logs too
+
             try:
-                version = adapter_class(name).install(status.update)
+                kwargs = {"source": source} if source is not None else {}
+                version = adapter_class(name).install(progress, **kwargs)
             except (EngineUnavailable, OSError) as exc:
                 raise fail(f"install {name}: {exc}") from None
         console.print(f"{name}: {version}")

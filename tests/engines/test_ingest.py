@@ -19,6 +19,7 @@ from tickbench.data.schema import SCHEMAS, book_level_columns
 from tickbench.engines.base import Engine, EngineUnavailable
 from tickbench.engines.registry import adapter_class, engine_infos
 from tickbench.params import QueryParams
+from tickbench.run.visibility import wait_visible
 
 T0 = 1_656_633_600 * 1_000_000_000  # 2022-07-01T00:00Z
 US = 1_000  # whole microseconds: the finest resolution every engine keeps
@@ -86,6 +87,7 @@ def test_rows_read_back_exactly(engine: Engine, server_tmp: Path) -> None:
     client.write("book", books[:1])
     client.write("book", books[1:])
     client.close()
+    wait_visible(client)  # acknowledged rows a new query sees (QuestDB applies its WAL later)
 
     written = singles + batch
     for sym in ("AAA", "BBB"):
@@ -111,9 +113,11 @@ def test_reopened_store_keeps_rows_and_a_new_store_is_empty(engine: Engine, serv
     client = engine.ingest_client()
     client.write("trades", [trade(i) for i in range(10)])
     client.close()
+    wait_visible(client)
     engine.ingest_close()
 
     engine.ingest_open(server_tmp / "one")
+    wait_visible(engine)
     assert engine.ingest_count("trades") == 10
     engine.ingest_close()
 
@@ -132,6 +136,7 @@ def test_every_durability_setting_writes(engine: Engine, server_tmp: Path) -> No
         client.write("trades", [trade(0)])
         client.write("trades", [trade(i) for i in range(1, 200)])
         client.close()
+        wait_visible(client)
         assert engine.ingest_count("trades") == 200, setting
         engine.ingest_close()
     with pytest.raises(ValueError, match="no-such-setting"):
@@ -149,6 +154,7 @@ def test_concurrent_writers_lose_nothing(engine: Engine, server_tmp: Path) -> No
             for i in range(w, 400, 4):
                 client.write("trades", [trade(i, f"W{w}")])
             client.close()
+            wait_visible(client)
         except BaseException as exc:  # reported below, not lost in the thread
             errors.append(exc)
 

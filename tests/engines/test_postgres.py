@@ -66,7 +66,7 @@ def test_install_is_idempotent(monkeypatch: pytest.MonkeyPatch) -> None:
         assert argv[0] not in ("apt-get", "apt-cache"), f"install ran {argv} with the server installed"
         return real_run(argv, *args, **kwargs)
 
-    monkeypatch.setattr(pg.subprocess, "run", no_apt)
+    monkeypatch.setattr(subprocess, "run", no_apt)  # install runs in engines/server.py
     cls = adapter_class("postgres")
     assert cls.install() == version
     assert cls.install() == version

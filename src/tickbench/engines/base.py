@@ -11,7 +11,17 @@ An engine lives in one folder, ``engines/<name>/``, which holds:
 
 The folder name is the engine's CLI name, results key and test id. Adapters do I/O only: the
 runner (:mod:`tickbench.run`) owns the clock, the repetitions, the timeouts and the memory
-measurement. An adapter never times, sleeps, retries or flushes caches.
+measurement. An adapter never times, sleeps, polls, retries or flushes caches: an engine that
+makes acknowledged writes visible later says so through :meth:`Engine.pending_visibility`
+(and :meth:`IngestClient.pending_visibility`), and the runner waits.
+
+The runner reads what an engine can do from declared capabilities and flags (``persistent``,
+``has_server``, ``concurrency_model``, and the optional methods below, each with a default),
+never from ``EngineInfo.kind`` or by probing with ``getattr``. A server engine's ``Adapter``
+subclasses :class:`tickbench.engines.server.ServerEngine`, which implements the server
+lifecycle (install, service user, ports, start / ready / stop, ``memory_pids``,
+``start_shared``, restarts for a server-wide setting, the ingest store's marker and readers)
+once for every server engine.
 """
 
 from __future__ import annotations
@@ -75,11 +85,21 @@ class EngineInfo:
 
 @dataclass(frozen=True)
 class LoadFigures:
-    """What a bulk load did: rows committed and bytes of input read."""
+    """What a bulk load did: rows committed and bytes of input read.
+
+    An engine whose committed rows become visible asynchronously (see
+    :meth:`Engine.pending_visibility`) cannot count them on return: it gives ``count``, which
+    the runner calls once they are visible, inside the load's timed interval, in place of ``rows``.
+    """
 
     rows: int
     input_bytes: int
     detail: dict[str, Any] = field(default_factory=dict)
+    count: Callable[[], int] | None = None
+
+    def committed_rows(self) -> int:
+        """The rows committed: ``count()`` when given (call it once the load is visible)."""
+        return self.count() if self.count is not None else self.rows
 
 
 class IngestClient(ABC):
@@ -93,6 +113,12 @@ class IngestClient(ABC):
     @abstractmethod
     def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
         """Write ``rows`` into ``table`` ("trades" or "book") and wait for the acknowledgement."""
+
+    def pending_visibility(self) -> bool:
+        """Whether rows this client wrote (acknowledged) are not yet all visible to a new query
+        (see :meth:`Engine.pending_visibility`); the runner polls it after the writes, before
+        reading them back. The default is ``False``: visible once acknowledged."""
+        return False
 
     def close(self) -> None:  # noqa: B027 - optional: most clients have nothing to release
         """Release the connection."""
@@ -205,8 +231,11 @@ class Engine(ABC):
 
     def pending_visibility(self) -> bool:
         """Whether acknowledged writes are not yet all visible to a new query (an engine
-        that applies writes asynchronously, like QuestDB's WAL). The runner polls this with
-        its own clock after a load and before counting rows; the default is ``False``."""
+        that applies writes asynchronously, like QuestDB's WAL). It answers at once (one
+        query at most), never waits: the runner polls it with its own clock
+        (:func:`tickbench.run.visibility.wait_visible`) after :meth:`load`, :meth:`bulk_load`,
+        :meth:`baseline_load`, :meth:`set_params` and :meth:`ingest_open`, and raises if the
+        engine reports a write it cannot apply. The default is ``False``."""
         return False
 
     def set_params(self, params: QueryParams) -> None:

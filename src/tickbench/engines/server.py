@@ -1,31 +1,59 @@
-"""Running a real database server for a benchmark: its own user, data directory, log file,
-loopback address and port, and a stop that ends exactly the process tickbench started.
+"""Server engines: a real database server per run, on 127.0.0.1, as tickbench's own user.
 
-Server engines use :class:`ServerProcess` from their adapters; tickbench never stops a
-process it did not start, and never listens on anything but 127.0.0.1.
+:class:`ServerEngine` is the base of every server engine's ``Adapter``. It holds the lifecycle
+every server shares, so that an adapter keeps only what is its engine's own:
+
+=====================================  ===========================================================
+the base (this module)                 the adapter (``engines/<name>/adapter.py``)
+=====================================  ===========================================================
+``install()``: staging directory,      :meth:`~ServerEngine.installed`,
+error tails                            :meth:`~ServerEngine.install_steps`,
+                                       :meth:`~ServerEngine.install_staged`, ``probe()``
+``start()``: service user, reachable   :meth:`~ServerEngine.prepare`: its config file and argv;
+working directory, free ports, start,  :meth:`~ServerEngine.ready`: its readiness check;
+ready, port file                       :meth:`~ServerEngine.connect`: its client connection
+``stop()``, :meth:`memory_pids`        :attr:`~ServerEngine.stop_signal`, :meth:`disconnect`
+``start_shared()``: attach through     :meth:`~ServerEngine.connect` (answers, or raises)
+the port file
+:meth:`restart_with`: stop, change a   the setting's attribute (read by :meth:`prepare`)
+server-wide setting, start
+ingest-store marker, reader pool       ``ingest_*``: its schema, writes and reads
+=====================================  ===========================================================
+
+Readiness is polled here, by :meth:`ServerProcess.wait_ready`: it is the runner's lifecycle
+machinery (like the runner's clock), not an adapter's; adapters never sleep, poll or time.
+tickbench never stops a process it did not start, and never listens on anything but 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import pwd
 import shutil
 import signal
 import socket
+import stat
 import subprocess
+import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import psutil
 
-from tickbench.engines.base import EngineUnavailable
+from tickbench.engines.base import Engine, EngineUnavailable
 
 SERVICE_USER = "tickbench"
 LOOPBACK = "127.0.0.1"
 # Seconds a server may take to answer after it is started, for every server engine (a slow
 # disk or a loaded machine); when unset, each adapter's own limit applies.
 START_TIMEOUT_ENV = "TICKBENCH_START_TIMEOUT"
+PORTS_FILE = "server.ports"  # in the working directory: the running server's ports, for start_shared
 
 
 def tools_dir() -> Path:
@@ -80,6 +108,26 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_ports(names: Sequence[str], env: str | None = None) -> dict[str, int]:
+    """A distinct free port for each of ``names``; the first is ``$env`` instead when that is
+    set (refused, naming it, when it is not a port or something listens on it)."""
+    ports: dict[str, int] = {}
+    raw = os.environ.get(env, "").strip() if env else ""
+    if raw:
+        if not raw.isdigit() or not 0 < int(raw) < 65536:
+            raise EngineUnavailable(f"{env}={raw!r} is not a TCP port number (1-65535)")
+        if port_in_use(int(raw)):
+            raise EngineUnavailable(f"port {raw} on {LOOPBACK} ({env}) is already in use by another "
+                                    f"program; stop it, choose another port, or unset {env} for a free one")
+        ports[names[0]] = int(raw)
+    for name in names[len(ports):]:
+        port = free_port()
+        while port in ports.values():
+            port = free_port()
+        ports[name] = port
+    return ports
+
+
 def ensure_service_user() -> str | None:
     """The unprivileged user servers run as when tickbench runs as root (servers such as
     PostgreSQL refuse root); ``None`` when not root (run as the current user)."""
@@ -96,13 +144,70 @@ def ensure_service_user() -> str | None:
 
 
 def chown_tree(path: Path, user: str | None) -> None:
+    """Give ``path`` (a file, or a directory and everything below it) to ``user``."""
     if user is None:
         return
     entry = pwd.getpwnam(user)
+    os.chown(path, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
     for root, dirs, files in os.walk(path):
-        os.chown(root, entry.pw_uid, entry.pw_gid)
         for name in dirs + files:
             os.chown(os.path.join(root, name), entry.pw_uid, entry.pw_gid, follow_symlinks=False)
+
+
+def as_user(argv: Sequence[str], user: str | None) -> list[str]:
+    """``argv`` run as ``user`` through setpriv (servers, and tools such as initdb, refuse root)."""
+    if user is None:
+        return list(argv)
+    if shutil.which("setpriv") is None:
+        raise EngineUnavailable("setpriv (util-linux) is needed to run servers as non-root")
+    entry = pwd.getpwnam(user)
+    return ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", "--", *argv]
+
+
+def check_reachable(path: Path, user: str | None, server: str = "the server") -> None:
+    """Raise if ``user`` (the server's) cannot reach ``path``: every directory above it must be
+    searchable by others (``chmod o+x``) or belong to that user."""
+    if user is None:
+        return
+    uid = pwd.getpwnam(user).pw_uid
+    for parent in path.resolve().parents:
+        st = parent.stat()
+        if st.st_uid != uid and not st.st_mode & stat.S_IXOTH:
+            raise EngineUnavailable(
+                f"{server} runs as {user!r}, which cannot enter {parent} (mode "
+                f"{stat.S_IMODE(st.st_mode):o}) to reach {path}; use a working directory it can reach")
+
+
+def run_tool(argv: Sequence[str], env: dict[str, str] | None = None, what: str | None = None) -> str:
+    """Run ``argv`` to completion; its stdout, or :class:`EngineUnavailable` with the tails of
+    its output when it fails (an install step, ``initdb``, …)."""
+    done = subprocess.run(list(argv), capture_output=True, text=True,
+                          env={**os.environ, **env} if env else None)
+    if done.returncode != 0:
+        raise EngineUnavailable(f"`{what or ' '.join(argv)}` failed (status {done.returncode}):\n"
+                                f"{done.stdout[-1000:]}{done.stderr[-2000:]}")
+    return done.stdout
+
+
+@dataclass(frozen=True)
+class InstallStep:
+    """One command of an engine's install: what it shows as progress, and its environment."""
+
+    argv: list[str]
+    label: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def apt_steps(*packages: str) -> list[InstallStep]:
+    """The steps that install Debian ``packages``: one ``apt-get update`` first only if the
+    package lists do not know one of them yet. Needs root and apt-get."""
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        raise EngineUnavailable(f"installing needs root and apt-get: apt-get install -y {' '.join(packages)}")
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    known = all(subprocess.run(["apt-cache", "show", p], capture_output=True, env={**os.environ, **env}).returncode == 0
+                for p in packages)
+    update = [] if known else [InstallStep(["apt-get", "update"], env=env)]
+    return [*update, InstallStep(["apt-get", "install", "-y", "--no-install-recommends", *packages], env=env)]
 
 
 class ServerProcess:
@@ -130,13 +235,7 @@ class ServerProcess:
         return self.proc.pid if self.proc else None
 
     def start(self) -> None:
-        argv = self.argv
-        if self.user is not None:
-            if shutil.which("setpriv") is None:
-                raise EngineUnavailable("setpriv (util-linux) is needed to run servers as non-root")
-            entry = pwd.getpwnam(self.user)
-            argv = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}",
-                    "--init-groups", "--", *argv]
+        argv = as_user(self.argv, self.user)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as out:
             # Own session: a signal to tickbench's terminal does not reach the server, and
@@ -149,7 +248,11 @@ class ServerProcess:
     def wait_ready(self, ready: Callable[[], bool], timeout: float) -> None:
         """Poll ``ready`` until it answers True; raise with the log's tail if the server
         exits or does not answer within ``timeout`` seconds (``$TICKBENCH_START_TIMEOUT``
-        when set); a server that does not answer in time is stopped."""
+        when set); a server that does not answer in time is stopped.
+
+        Lifecycle machinery on the runner's side (like the runner's clock), called by
+        :meth:`ServerEngine.start`; InfluxDB's adapter also waits for its store to settle
+        through it (see its README)."""
         timeout = start_timeout(timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -174,12 +277,12 @@ class ServerProcess:
         except OSError:
             return "(no log)"
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """SIGTERM, then SIGKILL after ``timeout``; only the process tickbench started."""
+    def stop(self, timeout: float = 30.0, sig: int = signal.SIGTERM) -> None:
+        """``sig`` (SIGTERM), then SIGKILL after ``timeout``; only the process tickbench started."""
         if self.proc is None or self.proc.poll() is not None:
             self.proc = None
             return
-        self.proc.send_signal(signal.SIGTERM)
+        self.proc.send_signal(sig)
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -193,3 +296,296 @@ class ServerProcess:
             self.proc.kill()
             self.proc.wait(10)
         self.proc = None
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+class ReaderPool(Generic[C]):
+    """One read connection per thread, made on first use by ``connect`` (the stream suite polls
+    counts and snapshots from two threads while writers write: one shared connection would
+    serialise them, and a new one per read would add its setup to every measured read).
+
+    A connection idle longer than ``idle_s`` is replaced before its next use (a server that
+    closes idle connections would otherwise fail the next read)."""
+
+    def __init__(self, connect: Callable[[], C], idle_s: float | None = None) -> None:
+        self._connect = connect
+        self._idle_s = idle_s
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._all: list[C] = []
+
+    def get(self) -> C:
+        """This thread's connection."""
+        conn: C | None = getattr(self._local, "conn", None)
+        now = time.monotonic()
+        if conn is not None and self._idle_s is not None and now - self._local.used > self._idle_s:
+            self.discard()
+            conn = None
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        self._local.used = now
+        return conn
+
+    def discard(self) -> None:
+        """Close and forget this thread's connection (the server closed it, or an answer was
+        not read whole); the next :meth:`get` makes a new one."""
+        conn: C | None = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def close(self) -> None:
+        """Close every connection (after a crash they are broken, and closing is all there is)."""
+        with self._lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.close()
+        self._local = threading.local()
+
+
+class ServerEngine(Engine):
+    """The base of a server engine's adapter (see the module docstring for who does what).
+
+    ``start()`` runs: ``probe()``; the service user, and a check that it reaches the working
+    directory and :meth:`reachable`; free ports named by :attr:`port_names`; :meth:`prepare`
+    (the adapter writes its config and returns the server's argv); the data directory
+    :attr:`root` given to the service user; the server started and polled with :meth:`ready`;
+    the ports written to the port file; :meth:`connect`. ``start_shared()`` reads the port file
+    of the server another worker started over the same working directory and only
+    :meth:`connect`\\ s; ``stop()`` then ends nothing.
+    """
+
+    has_server: ClassVar[bool] = True
+    #: Each concurrency client is a worker process attached to the primary's running server.
+    concurrency_model: ClassVar[str] = "processes"
+
+    #: The server's name in messages, its process name and its log (``<workdir>/<name>.log``).
+    server_name: ClassVar[str] = "server"
+    #: The data directory under the working directory (:attr:`root`), given to the service user.
+    data_dir: ClassVar[str] = "data"
+    #: The ports each start picks, free and distinct, by name (``ports[name]``).
+    port_names: ClassVar[tuple[str, ...]] = ("main",)
+    #: An environment variable naming a fixed port for the first of :attr:`port_names`.
+    port_env: ClassVar[str | None] = None
+    #: Seconds start() waits for the server to answer (``$TICKBENCH_START_TIMEOUT`` overrides).
+    start_timeout: ClassVar[float] = 120.0
+    #: How stop() asks the server to end, and how long it waits before SIGKILL.
+    stop_signal: ClassVar[int] = signal.SIGTERM
+    stop_timeout_s: ClassVar[float] = 30.0
+    #: Whether :meth:`memory_pids` includes the server's child processes (a process per session).
+    memory_children: ClassVar[bool] = False
+    #: The file in an ingest store's directory that says which tables of this server are its own.
+    ingest_marker: ClassVar[str] = "server-ingest.json"
+
+    server: ServerProcess | None = None
+    #: True while attached to a server another worker started (start_shared), owning no process.
+    attached: bool = False
+    #: The ingest store's read connections, per thread; ``None`` while no store is open.
+    readers: ReaderPool[Any] | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ports: dict[str, int] = {}
+
+    # -- installation ----------------------------------------------------------------------
+
+    @classmethod
+    def installed(cls) -> bool:
+        """Whether the engine's binaries are in place (then install() does nothing)."""
+        raise NotImplementedError
+
+    @classmethod
+    def install_steps(cls, stage: Path) -> list[InstallStep]:
+        """The commands that install the engine, writing into ``stage`` (an empty directory)
+        where they write files of their own."""
+        raise NotImplementedError
+
+    @classmethod
+    def install_staged(cls, stage: Path) -> None:
+        """Move what :meth:`install_steps` left in ``stage`` into place (a rename, so that an
+        interrupted install leaves nothing half-made behind)."""
+
+    @classmethod
+    def install(cls, progress: Callable[[str], None] | None = None) -> str:
+        """Run :meth:`install_steps` in a staging directory under the tools directory, then
+        :meth:`install_staged`; a no-op when :meth:`installed`. A failed step raises with the
+        tails of its output."""
+        if not cls.installed():
+            tools_dir().mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(prefix=f".{cls.server_name}-", dir=tools_dir()) as stage:
+                for step in cls.install_steps(Path(stage)):
+                    if progress:
+                        progress(step.label or " ".join(step.argv))
+                    run_tool(step.argv, step.env)
+                cls.install_staged(Path(stage))
+        return cls.probe()
+
+    # -- what the adapter provides ----------------------------------------------------------
+
+    @property
+    def root(self) -> Path:
+        """The server's data directory."""
+        return self.workdir / self.data_dir
+
+    def reachable(self) -> list[Path]:
+        """Paths outside the working directory the server's user must reach (e.g. a jar)."""
+        return []
+
+    def prepare(self, user: str | None) -> list[str]:
+        """Make :attr:`root` ready for a start on :attr:`ports` (config file, first-time
+        initialisation) and return the server's argv."""
+        raise NotImplementedError
+
+    def ready(self) -> bool:
+        """Whether the server answers (polled after the start; an exception means not yet)."""
+        raise NotImplementedError
+
+    def connect(self) -> None:
+        """Open the client side on a server that answers (after start, or to attach)."""
+
+    def disconnect(self) -> None:
+        """Close what :meth:`connect` opened (stop() calls it first)."""
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / f"{self.server_name}.log"
+
+    @property
+    def running(self) -> bool:
+        """Whether this adapter started a server or is attached to one."""
+        return self.server is not None or self.attached
+
+    def require_running(self) -> None:
+        if not self.running:
+            raise RuntimeError(f"{self.server_name} is not started")
+
+    def start(self) -> None:
+        self.probe()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        user = ensure_service_user()
+        if user is not None:  # the server's user enters the working directory, lists nothing in it
+            self.workdir.chmod(self.workdir.stat().st_mode | stat.S_IXOTH)
+        for path in (self.workdir, *self.reachable()):
+            check_reachable(path, user, self.server_name)
+        timeout = start_timeout(self.start_timeout)  # a bad $TICKBENCH_START_TIMEOUT before any start
+        self.ports = free_ports(self.port_names, self.port_env)
+        argv = self.prepare(user)
+        self.root.mkdir(parents=True, exist_ok=True)
+        chown_tree(self.root, user)
+        server = self.server = ServerProcess(self.server_name, argv, log=self.log_file, user=user, cwd=self.root)
+        server.start()
+        try:
+            server.wait_ready(self.ready, timeout=timeout)
+        except BaseException as exc:
+            server.stop(self.stop_timeout_s, self.stop_signal)
+            self.server = None
+            # A port taken between the choice and the bind:
+            if isinstance(exc, EngineUnavailable) and "already in use" in str(exc):
+                raise EngineUnavailable(f"port {', '.join(map(str, self.ports.values()))} on {LOOPBACK} "
+                                        f"is already in use: {exc}") from exc
+            raise
+        (self.workdir / PORTS_FILE).write_text(json.dumps(self.ports))
+        self.connect()
+
+    def start_shared(self) -> None:
+        """Attach to the server another worker started over the same working directory (a
+        concurrency client in a process of its own), through its port file. No process is
+        started, and stop() ends none."""
+        try:
+            self.ports = {str(k): int(v) for k, v in json.loads((self.workdir / PORTS_FILE).read_text()).items()}
+        except (OSError, ValueError, AttributeError) as exc:
+            raise EngineUnavailable(f"no {self.server_name} server to attach to over {self.workdir}: {exc}") from exc
+        self.attached = True
+        try:
+            if not self.ready():
+                raise EngineUnavailable("it does not answer")
+            self.connect()
+        except Exception as exc:
+            self.attached = False
+            raise EngineUnavailable(f"the {self.server_name} server on {LOOPBACK} ports "
+                                    f"{self.ports} does not answer: {exc}") from exc
+
+    def stop(self) -> None:
+        """Close the client side, then end the server this adapter started (if any)."""
+        self.disconnect()
+        self.attached = False
+        if self.server is not None:
+            (self.workdir / PORTS_FILE).unlink(missing_ok=True)
+            self.server.stop(self.stop_timeout_s, self.stop_signal)
+            self.server = None
+
+    def memory_pids(self) -> list[int]:
+        """The server's pid (and its children's, with :attr:`memory_children`); none when
+        attached to another worker's server, which must not be killed from here."""
+        pid = self.server.pid if self.server else None
+        if pid is None:
+            return []
+        if not self.memory_children:
+            return [pid]
+        try:
+            return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
+        except psutil.NoSuchProcess:
+            return []
+
+    def restart_with(self, **settings: Any) -> None:
+        """Set server-wide settings read only at startup (attributes :meth:`prepare` reads):
+        when any differs from what the server runs with, stop it, change them, start it again
+        over the same data (its pid and ports change)."""
+        self.require_running()
+        if all(getattr(self, k) == v for k, v in settings.items()):
+            return
+        self.stop()
+        for key, value in settings.items():
+            setattr(self, key, value)
+        self.start()
+
+    # -- ingest store: marker and readers ------------------------------------------------------
+
+    def read_marker(self, store: Path) -> Any:
+        """What :meth:`write_marker` recorded in ``store`` (``None`` for a new store)."""
+        try:
+            return json.loads((store / self.ingest_marker).read_text())
+        except (OSError, ValueError):
+            return None
+
+    def write_marker(self, store: Path, identity: dict[str, Any]) -> None:
+        """Record in ``store`` (created) which tables of which server hold it."""
+        store.mkdir(parents=True, exist_ok=True)
+        (store / self.ingest_marker).write_text(json.dumps({"root": str(self.root.resolve()), **identity}))
+
+    def marker_names(self, store: Path, identity: dict[str, Any]) -> bool:
+        """Whether ``store``'s marker names ``identity`` on this server's data directory."""
+        return bool(self.read_marker(store) == {"root": str(self.root.resolve()), **identity})
+
+    def open_readers(self, connect: Callable[[], C], idle_s: float | None = None) -> None:
+        self.close_readers()
+        self.readers = ReaderPool(connect, idle_s)
+
+    def reader(self) -> Any:
+        """This thread's read connection to the open ingest store."""
+        if self.readers is None:
+            raise RuntimeError("the ingest store is not open")
+        return self.readers.get()
+
+    def close_readers(self) -> None:
+        if self.readers is not None:
+            self.readers.close()
+            self.readers = None
+
+    def ingest_close(self) -> None:
+        """Close the read connections (writers close their own); the store's data stay."""
+        self.close_readers()
+

@@ -80,6 +80,9 @@ class Stalling(IngestClient):
             time.sleep(self.seconds)
         self.inner.write(table, rows)
 
+    def pending_visibility(self) -> bool:
+        return self.inner.pending_visibility()
+
     def close(self) -> None:
         self.inner.close()
 
@@ -95,6 +98,9 @@ class Losing(IngestClient):
         self.count += 1
         if self.count % self.nth:
             self.inner.write(table, rows)
+
+    def pending_visibility(self) -> bool:
+        return self.inner.pending_visibility()
 
     def close(self) -> None:
         self.inner.close()

@@ -34,6 +34,7 @@ from tickbench.params import QueryParams, params_from_dict
 from tickbench.run.faults import faults, inject, kill_servers
 from tickbench.run.memory import BUDGET_ENV, GIB, PeakMemory, budget_bytes, tree_rss
 from tickbench.run.memory import KIND as MEMORY_KIND
+from tickbench.run.visibility import wait_visible
 from tickbench.suites.registry import suites
 
 
@@ -88,6 +89,7 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
             kill_servers(adapter, float(faults(adapter.info.name)["kill_server_load"]))
         t0 = time.perf_counter_ns()
         rows = adapter.load()
+        wait_visible(adapter)  # the load ends when its rows are queryable
         return {"ns": time.perf_counter_ns() - t0, "rows": rows}
     if op == "query":
         fault = faults(adapter.info.name)
@@ -113,13 +115,16 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
         load = adapter.baseline_load if msg.get("baseline") else adapter.bulk_load
         t0 = time.perf_counter_ns()
         figures = load(msg["fmt"], scratch)
-        return {"ns": time.perf_counter_ns() - t0, "rows": figures.rows,
+        wait_visible(adapter)  # W's clock stops when the rows are queryable
+        rows = figures.committed_rows()
+        return {"ns": time.perf_counter_ns() - t0, "rows": rows,
                 "input_bytes": figures.input_bytes, "detail": figures.detail}
     if op == "storage":
         return {"bytes": adapter.storage_bytes()}
     if op == "params":
         # The scaling suite rebinds the queries' ranges; the loaded data stay as they are.
         adapter.set_params(params_from_dict(msg["params"]))
+        wait_visible(adapter)
         return {}
     if op == "start_shared":
         # No pids reported: a client attached to another worker's server must not kill it.

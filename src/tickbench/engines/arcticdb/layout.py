@@ -16,8 +16,9 @@ import polars as pl
 from arcticdb import DataError, ReadRequest
 from arcticdb.version_store.library import Library
 
+from tickbench.data.schema import TABLES
+
 LIBRARY = "tickbench"
-TABLES = ("trades", "book")
 # Row order inside a symbol: ties on ts in trade_id order (C-VT's "last trade" rule).
 SORT_KEYS = {"trades": ["ts", "trade_id"], "book": ["ts", "exchange"]}
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 from chdb.session import Session
 from chdb.state.sqlitelike import Connection
 
-from tickbench.data.schema import SCHEMAS, rows_to_table
+from tickbench.data.schema import SCHEMAS, TABLES, rows_to_table
 from tickbench.engines.base import Engine, EngineUnavailable, IngestClient, LoadFigures
 
 HERE = Path(__file__).parent
@@ -43,7 +43,6 @@ CONFIG = """<clickhouse>
 </clickhouse>
 """
 DB = "tickbench"
-TABLES = ("trades", "book")
 PARAM = re.compile(r"\{([a-z_]+):")
 GLOB_CHARS = set("{},*?[]")
 # The session's startup arguments besides the config file: session_timezone=UTC, as chDB

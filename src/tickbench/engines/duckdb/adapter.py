@@ -10,12 +10,11 @@ from typing import Any, ClassVar
 import duckdb
 import pyarrow as pa
 
-from tickbench.data.schema import SCHEMAS, rows_to_table
+from tickbench.data.schema import SCHEMAS, TABLES, rows_to_table
 from tickbench.engines.base import Engine, IngestClient, LoadFigures
 
 SCHEMA = (Path(__file__).parent / "schema.sql").read_text()
 PARAM = re.compile(r"\$([a-z_]+)")
-TABLES = ("trades", "book")
 # The layout the queries rely on: row groups in this order, so zone maps prune by instrument
 # and time. Every store (the query store, W's, SE's) is built in it, inside the clock.
 SORT_KEY = "sym, exchange, ts"
@@ -73,7 +72,8 @@ class _Writer(IngestClient):
 
 
 class Adapter(Engine):
-    concurrency_model = "processes"  # clients are processes opening the file read-only
+    # Concurrency clients are processes, each opening the file read-only (start_shared).
+    concurrency_model: ClassVar[str] = "processes"
     con: duckdb.DuckDBPyConnection | None = None
     ingest: duckdb.DuckDBPyConnection | None = None
     ingest_durability: ClassVar[dict[str, str]] = {

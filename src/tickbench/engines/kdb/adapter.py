@@ -32,13 +32,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tickbench.data.dataset import Dataset
-from tickbench.data.schema import SCHEMAS
+from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import Engine, EngineUnavailable, LoadFigures
 from tickbench.params import QueryParams
 
 HERE = Path(__file__).parent
 LIB = HERE / "lib.q"
-TABLES = ("trades", "book")
 SORT_KEYS = {"trades": ["ts", "trade_id"], "book": ["ts"]}  # time order; ties on ts by trade_id
 Q_EPOCH_NS = 946_684_800_000_000_000  # q counts timestamps from 2000.01.01, Arrow from 1970.01.01
 Q_EPOCH_DAYS = 10_957

@@ -14,8 +14,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from tickbench.data.schema import SCHEMAS
 
 HEADER = b"PGCOPY\n\xff\r\n\x00" + (0).to_bytes(4, "big") + (0).to_bytes(4, "big")
 TRAILER = (-1).to_bytes(2, "big", signed=True)
@@ -129,3 +132,12 @@ def to_arrow(names: list[str], oids: list[int], rows: list[tuple[Any, ...]]) -> 
         # Aware datetimes are converted to UTC by Arrow itself.
         arrays.append(pa.array(values, type=ARROW_TYPES.get(oid)))
     return pa.table(arrays, names=names)
+
+
+def result_arrow(table: str | None, cur: psycopg.Cursor[Any]) -> pa.Table:
+    """A result set as Arrow: ``table``'s SPEC schema (``ts`` in ns) when given."""
+    if cur.description is None:
+        raise RuntimeError("the query returned no result set")
+    names = [d.name for d in cur.description]
+    out = to_arrow(names, [d.type_code for d in cur.description], cur.fetchall())
+    return out.cast(SCHEMAS[table]) if table is not None else out

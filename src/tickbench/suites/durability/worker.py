@@ -44,6 +44,7 @@ import pyarrow as pa
 
 from tickbench.engines.base import Engine
 from tickbench.run.faults import open_client
+from tickbench.run.visibility import wait_visible
 from tickbench.suites.ingest import tick_row, tick_syms
 
 # One ack-log entry: event number, submitted and acknowledged (CLOCK_MONOTONIC ns, one clock
@@ -144,6 +145,7 @@ def recover(adapter: Engine, store: Path, setting: str, ack_log: Path) -> dict[s
         adapter.stop()
     adapter.start()
     adapter.ingest_open(store, setting)
+    wait_visible(adapter)  # a reopened store's committed rows, once the engine applied them
     counted = adapter.ingest_count("trades")
     recovery_ns = clock() - t0
     try:

@@ -24,6 +24,7 @@ from tickbench import latency
 from tickbench.data.calendar import BULK_DAY
 from tickbench.engines.base import Engine
 from tickbench.run.faults import open_client
+from tickbench.run.visibility import wait_visible
 
 perf = time.perf_counter_ns
 
@@ -189,6 +190,8 @@ def stream_cell(adapter: Engine, store: Path, rate: int | None, writers: int, se
         poller.join()
         for c in clients:
             c.close()
+            wait_visible(c)
+            wait_visible(c)
         snap_after = latency.new()
         for _ in range(20):
             t0 = perf()

@@ -14,6 +14,7 @@ import pyarrow as pa
 from tickbench import latency
 from tickbench.engines.base import Engine
 from tickbench.run.faults import open_client
+from tickbench.run.visibility import wait_visible
 from tickbench.suites.ingest import TICK_BASE_NS, TICK_STEP_NS, tick_row, tick_syms
 
 perf = time.perf_counter_ns
@@ -47,6 +48,7 @@ def tick_rep(adapter: Engine, store: Path, x: int, y: int, batch: int, fault: di
             latency.record(write_h, dt, len(rows))
         write_ns = perf() - t_start
         client.close()
+        wait_visible(client)
         read_rows = 0
         wrong = ""
         t_start = perf()

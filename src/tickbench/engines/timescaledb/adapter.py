@@ -1,0 +1,106 @@
+"""TimescaleDB 2.28 on Debian's PostgreSQL 15: the PostgreSQL engine's server machinery (its
+own cluster under ``<workdir>/pgdata``, its own port, the service user, binary COPY from Arrow)
+with ``shared_preload_libraries = 'timescaledb'`` and telemetry off, hypertables by day on
+``ts`` (``schema.sql``), and the loaded month compressed into the columnstore before the
+queries run. The extension is built from its source release by :mod:`.install`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, ClassVar
+
+import psycopg
+from psycopg import sql
+
+from tickbench.data.schema import TABLES
+from tickbench.engines.base import EngineUnavailable
+from tickbench.engines.postgres import adapter as pg
+from tickbench.engines.timescaledb import install as installer
+
+# Every chunk of the table into the columnstore; compress_chunk() is the function form of the
+# procedure convert_to_columnstore(), so one statement does all of a table's chunks.
+COMPRESS = {t: sql.SQL("SELECT count(compress_chunk(c)) FROM show_chunks({}) AS c").format(sql.Literal(t))
+            for t in TABLES}
+COLUMNSTORE_STATS = ("SELECT coalesce(sum(before_compression_total_bytes), 0), "
+                     "coalesce(sum(after_compression_total_bytes), 0) FROM hypertable_columnstore_stats(%s)")
+COLUMNSTORE_SETTINGS = ("SELECT hypertable::text, segmentby, orderby "
+                        "FROM timescaledb_information.hypertable_columnstore_settings")
+
+
+class Adapter(pg.Adapter):
+    """PostgreSQL with TimescaleDB: hypertables, the loaded data in the columnstore. Its files
+    (schema.sql, ingest.sql, ingest_latest.sql, queries/) are this folder's."""
+
+    server_name = "timescaledb"
+    port_env = "TICKBENCH_TIMESCALEDB_PORT"  # a fixed port instead of a free one (refused if taken)
+    ingest_marker = "timescaledb-ingest"
+    extra_settings: ClassVar[dict[str, str]] = {
+        "shared_preload_libraries": "timescaledb",
+        "timescaledb.telemetry_level": "off",
+    }
+    extension = "timescaledb"
+    index_file = None  # the compressed chunks index their batches themselves (schema.sql)
+    copy_freeze = False  # COPY routes rows into chunks it creates: there is no table to TRUNCATE
+    size_sql = "SELECT hypertable_size(%s)"  # every chunk: compressed data, TOAST, indexes
+
+    @classmethod
+    def probe(cls) -> str:
+        server = super().probe()
+        version = installer.installed_version()
+        if version is None:
+            raise EngineUnavailable(f"the TimescaleDB extension is not installed for PostgreSQL {server}")
+        return f"{version} (PostgreSQL {server})"
+
+    @classmethod
+    def install(cls, progress: Callable[[str], None] | None = None, source: Path | None = None) -> str:
+        """PostgreSQL 15 (as the postgres engine installs it), then TimescaleDB built from the
+        source release ``source`` (or ``$TICKBENCH_TIMESCALEDB_SOURCE``); idempotent."""
+        if not cls.installed():
+            pg.Adapter.install(progress)
+        installer.install(source, progress)
+        return cls.probe()
+
+    # -- loading: the chunks go into the columnstore -----------------------------------------
+
+    def _compress(self, dbname: str) -> None:
+        """Every chunk of both hypertables into the columnstore, a connection per table."""
+        def one(table: str) -> None:
+            with self._connect(dbname) as c:
+                c.execute(COMPRESS[table])
+
+        with ThreadPoolExecutor(len(TABLES)) as pool:
+            for f in [pool.submit(one, t) for t in TABLES]:
+                f.result()
+
+    def _finish(self, c: psycopg.Connection[Any]) -> int:
+        """The loaded chunks compressed into the columnstore (part of every load, W's too: it
+        is the form in which TimescaleDB serves a finished day), then ANALYZE and the count."""
+        self._compress(c.info.dbname)
+        return super()._finish(c)
+
+    # -- SE and settings ------------------------------------------------------------------
+
+    def storage_bytes(self) -> dict[str, int]:
+        """SE: the month alone in a fresh database ``se``, loaded and compressed as :meth:`load`
+        does, after VACUUM and CHECKPOINT: ``hypertable_size`` of both tables; beside it the
+        rows' size before and after compression, as the columnstore's statistics record it."""
+        sizes = super().storage_bytes()
+        before = after = 0
+        with self._connect("se") as c:
+            for t in TABLES:
+                row = c.execute(COLUMNSTORE_STATS, [t]).fetchone()
+                if row is None:
+                    raise RuntimeError(f"no columnstore statistics for {t}")
+                before, after = before + int(row[0]), after + int(row[1])
+        return {"hypertable_size": sizes["total_relation_size"],
+                **{f"{t}_total": sizes[f"{t}_total"] for t in TABLES},
+                "uncompressed_bytes": before, "compressed_bytes": after}
+
+    def settings(self) -> dict[str, Any]:
+        out = super().settings()
+        rows = self._conn().execute(COLUMNSTORE_SETTINGS).fetchall()
+        out["columnstore"] = {t: {"segmentby": s, "orderby": o} for t, s, o in rows}
+        return out

@@ -36,7 +36,7 @@ def test_load_holds_time_ordered_tables_and_stop_releases_them(
 ) -> None:
     engine = adapter_class("polars")(tmp_path, tiny, tiny_params)
     engine.start()
-    days = tiny_params.days("month") + tiny_params.days("multi_day")
+    days = tiny_params.load_days()
     assert engine.load() == tiny.sizes(days)["rows"]
     tables = engine.tables  # type: ignore[attr-defined]
     for df in tables.values():

@@ -49,7 +49,7 @@ def test_layout_restart_and_separate_stores(tiny: Dataset, tiny_params: QueryPar
     engine = adapter_class("arcticdb")(tmp_path, tiny, tiny_params)
     engine.start()
     try:
-        days = tiny_params.days("month") + tiny_params.days("multi_day")
+        days = tiny_params.load_days()
         assert engine.load() == tiny.sizes(days)["rows"]
         store = engine.store  # type: ignore[attr-defined]
         assert set(store.lib.list_symbols()) == {f"{t}.{s}" for t in ("trades", "book")

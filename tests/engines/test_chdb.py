@@ -40,7 +40,7 @@ def test_store_memory_w_and_se(tiny: Dataset, tiny_params: QueryParams, tmp_path
     engine = adapter_class("chdb")(tmp_path / "engine", tiny, tiny_params)
     engine.start()
     try:
-        days = tiny_params.days("month") + tiny_params.days("multi_day")
+        days = tiny_params.load_days()
         assert engine.load() == tiny.sizes(days)["rows"]
         memory = engine.query_memory_bytes  # type: ignore[attr-defined]
         assert memory() is None  # no benchmark query ran yet

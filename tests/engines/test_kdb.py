@@ -137,7 +137,7 @@ def test_every_query_matches_the_reference(tiny: Dataset, tiny_params: QueryPara
     engine = adapter_class("kdb")(tmp_path / "kdb", tiny, tiny_params)
     engine.start()
     try:
-        days = tiny_params.days("month") + tiny_params.days("multi_day")
+        days = tiny_params.load_days()
         assert engine.load() == tiny.sizes(days)["rows"]
         for qid in QUERY_IDS:
             expected = reference.answer(qid, tiny, tiny_params)

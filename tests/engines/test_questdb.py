@@ -116,7 +116,7 @@ def test_listens_on_loopback_only_and_stops_cleanly(engine: Engine) -> None:
 @pytest.mark.slow
 def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: QueryParams,
                                workdir: Path) -> None:
-    days = tiny_params.days("month") + tiny_params.days("multi_day")
+    days = tiny_params.load_days()
     expected = sum(r["rows"] for r in tiny.manifest.partitions
                    if r["day"] in days and r["table"] in ("trades", "book"))
     assert engine.load() == expected

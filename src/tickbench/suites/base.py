@@ -29,6 +29,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
@@ -95,6 +96,9 @@ class Suite(ABC):
     options: ClassVar[tuple[Option, ...]] = ()
     figures_model: ClassVar[type[BaseModel] | None] = None
     worker_ops: ClassVar[dict[str, WorkerOp]] = {}
+    #: The suite's report module, when it has one: ``markdown(records) -> list[str]`` and
+    #: ``html(records, add_chart) -> str`` (the default :meth:`markdown` and :meth:`html`).
+    report: ClassVar[ModuleType | None] = None
 
     def defaults(self) -> Options:
         return {o.name: o.default for o in self.options}
@@ -129,11 +133,11 @@ class Suite(ABC):
 
     def markdown(self, records: list[Record]) -> list[str]:
         """The suite's Markdown section body in ``report.md`` (the shell adds the title)."""
-        return []
+        return list(self.report.markdown(records)) if self.report is not None else []
 
     def html(self, records: list[Record], add_chart: AddChart) -> str:
         """The suite's HTML section body in ``report.html`` (tables and charts)."""
-        return ""
+        return str(self.report.html(records, add_chart)) if self.report is not None else ""
 
     def headline(self, record: Record) -> str:
         """The one figure that sums up an ok cell in the terminal table."""

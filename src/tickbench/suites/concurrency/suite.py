@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import polars as pl
@@ -13,8 +14,8 @@ from tickbench import latency, verify
 from tickbench.results import Record
 from tickbench.run.cell import FAILURES, CellContext, Worker
 from tickbench.run.worker import EngineProcess
-from tickbench.suites.base import AddChart, Option, Options, Suite, WorkerOp
-from tickbench.suites.concurrency import report
+from tickbench.suites.base import Option, Options, Suite, WorkerOp
+from tickbench.suites.concurrency import report as report_module
 from tickbench.suites.concurrency.worker import mix_op
 from tickbench.suites.published import QUERY_IDS
 from tickbench.suites.stream.suite import parse_counts
@@ -54,6 +55,7 @@ class ConcurrencySuite(Suite):
         Option("concurrency_seconds", 10.0, "seconds each cell runs the mix", kind="float",
                check=lambda v: None if v > 0 else "must be positive"),
     )
+    report: ClassVar[ModuleType | None] = report_module
     figures_model = ConcurrencyFigures
     worker_ops: ClassVar[dict[str, WorkerOp]] = {"mix": mix_op}
 
@@ -103,12 +105,6 @@ class ConcurrencySuite(Suite):
             return _record(ctx, bench, base, replies)
 
         return worker.attempt(bench, body, figures=base)
-
-    def markdown(self, records: list[Record]) -> list[str]:
-        return report.markdown(records)
-
-    def html(self, records: list[Record], add_chart: AddChart) -> str:
-        return report.html(records, add_chart)
 
     def headline(self, record: Record) -> str:
         f = record.figures

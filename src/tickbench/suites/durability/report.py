@@ -68,6 +68,10 @@ def chart(records: list[Record], add: AddChart) -> str | None:
 
 
 
+def markdown(records: list[Record]) -> list[str]:
+    return render_durability(records)
+
+
 def html(records: list[Record], add: AddChart) -> str:
     """Its Markdown table, as HTML, under its trade-off chart."""
     c = chart(records, add)

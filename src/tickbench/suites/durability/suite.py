@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -15,8 +16,8 @@ from tickbench import latency
 from tickbench.results import Record
 from tickbench.run.cell import FAILURES, CellContext, Worker
 from tickbench.run.worker import CellTimeout, EngineError, EngineProcess
-from tickbench.suites.base import AddChart, Option, Options, Suite, WorkerOp
-from tickbench.suites.durability import report
+from tickbench.suites.base import Option, Options, Suite, WorkerOp
+from tickbench.suites.durability import report as report_module
 from tickbench.suites.durability.worker import ACK, clock, kill_delay_s, open_op, read_acks, recover_op, write_op
 from tickbench.suites.ingest import requires_ingest
 
@@ -60,7 +61,7 @@ class DurabilityFigures(BaseModel):
 
 class DurabilitySuite(Suite):
     name = "durability"
-    title = report.TITLE
+    title = report_module.TITLE
     order = 50
     summary = "kill -9 mid-ingest, recover, count acknowledged rows lost, per durability setting"
     options = (
@@ -69,6 +70,7 @@ class DurabilitySuite(Suite):
         Option("durability_writers", 1, "writer clients, one event per write",
                check=lambda v: None if v >= 1 else "must be at least 1"),
     )
+    report: ClassVar[ModuleType | None] = report_module
     figures_model = DurabilityFigures
     worker_ops: ClassVar[dict[str, WorkerOp]] = {
         "durability_open": open_op, "durability_write": write_op, "durability_recover": recover_op}
@@ -95,12 +97,6 @@ class DurabilitySuite(Suite):
                     ctx.on_record(_cell(ctx, worker, bench, setting))
         finally:
             worker.close()
-
-    def markdown(self, records: list[Record]) -> list[str]:
-        return report.render_durability(records)
-
-    def html(self, records: list[Record], add_chart: AddChart) -> str:
-        return report.html(records, add_chart)
 
     def headline(self, record: Record) -> str:
         f = record.figures

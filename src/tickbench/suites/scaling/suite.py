@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import polars as pl
@@ -15,9 +16,9 @@ from tickbench.data.dataset import Dataset, DatasetError, generate
 from tickbench.params import QueryParams, span_params
 from tickbench.results import Record, Stats
 from tickbench.run.cell import CellContext, Worker
-from tickbench.suites.base import AddChart, Option, Options, Suite
+from tickbench.suites.base import Option, Options, Suite
 from tickbench.suites.published import QUERY_IDS
-from tickbench.suites.scaling import report
+from tickbench.suites.scaling import report as report_module
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine
@@ -107,6 +108,7 @@ class ScalingSuite(Suite):
                check=lambda v: None if v and set(v) <= set(SPANS) else "expected some of day,week,month",
                decode=tuple),
     )
+    report: ClassVar[ModuleType | None] = report_module
     figures_model = ScalingFigures
 
     def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
@@ -177,12 +179,6 @@ class ScalingSuite(Suite):
         figures = {"points": points, "slope": slope, "slope_by_scale": by_scale, "note": note}
         samples = [s for p in points for s in p["samples_ns"]]
         return ctx.make(bench, "ok", verified=True, samples_ns=samples, stats=Stats.of(samples), figures=figures)
-
-    def markdown(self, records: list[Record]) -> list[str]:
-        return report.markdown(records)
-
-    def html(self, records: list[Record], add_chart: AddChart) -> str:
-        return report.html(records, add_chart)
 
     def headline(self, record: Record) -> str:
         slope = record.figures.get("slope")

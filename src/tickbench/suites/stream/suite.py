@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -9,9 +10,9 @@ from pydantic import BaseModel, ConfigDict
 from tickbench import latency
 from tickbench.results import Record
 from tickbench.run.cell import CellContext, Worker
-from tickbench.suites.base import AddChart, Option, OptionError, Options, Suite, WorkerOp
+from tickbench.suites.base import Option, OptionError, Options, Suite, WorkerOp
 from tickbench.suites.ingest import requires_ingest
-from tickbench.suites.stream import report
+from tickbench.suites.stream import report as report_module
 from tickbench.suites.stream.worker import stream_op
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ class StreamSuite(Suite):
         Option("stream_max_batch", 1000, "the most events one write carries when a writer is behind",
                check=lambda v: None if v >= 1 else "must be at least 1"),
     )
+    report: ClassVar[ModuleType | None] = report_module
     figures_model = StreamFigures
     worker_ops: ClassVar[dict[str, WorkerOp]] = {"stream": stream_op}
 
@@ -148,12 +150,6 @@ class StreamSuite(Suite):
                             figures=figures, notes=notes)
 
         return worker.attempt(bench, body, figures=base)
-
-    def markdown(self, records: list[Record]) -> list[str]:
-        return report.markdown(records)
-
-    def html(self, records: list[Record], add_chart: AddChart) -> str:
-        return report.html(records, add_chart)
 
     def headline(self, record: Record) -> str:
         f = record.figures

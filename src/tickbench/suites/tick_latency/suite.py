@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -10,9 +11,9 @@ from pydantic import BaseModel, ConfigDict
 from tickbench import latency
 from tickbench.results import Record, Stats
 from tickbench.run.cell import CellContext, Worker
-from tickbench.suites.base import AddChart, Option, OptionError, Options, Suite, WorkerOp
+from tickbench.suites.base import Option, OptionError, Options, Suite, WorkerOp
 from tickbench.suites.ingest import requires_ingest
-from tickbench.suites.tick_latency import report
+from tickbench.suites.tick_latency import report as report_module
 from tickbench.suites.tick_latency.worker import tick_op
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ class TickLatencySuite(Suite):
         Option("tick_batch", 1000, "events per write in batch mode",
                check=lambda v: None if v >= 1 else "must be at least 1"),
     )
+    report: ClassVar[ModuleType | None] = report_module
     figures_model = TickFigures
     worker_ops: ClassVar[dict[str, WorkerOp]] = {"tick": tick_op}
 
@@ -131,12 +133,6 @@ class TickLatencySuite(Suite):
                             figures=figures)
 
         return worker.attempt(bench, body, figures=base)
-
-    def markdown(self, records: list[Record]) -> list[str]:
-        return report.markdown(records)
-
-    def html(self, records: list[Record], add_chart: AddChart) -> str:
-        return report.html(records, add_chart)
 
     def headline(self, record: Record) -> str:
         f = record.figures

@@ -3,26 +3,23 @@
 Everything goes over QuestDB's HTTP port: ILP over HTTP for loads from Parquet and for the ingest
 capability's writes, ``/imp`` for the CSV bulk load, ``/exec`` for DDL and small answers,
 ``/exp?fmt=parquet`` for query results.
+
+QuestDB acknowledges a write once it is committed to the table's WAL and applies it to the table
+(where queries see it) a little later, asynchronously. So after its own writes the adapter notes
+each table's sequencer transaction (one query) and :meth:`Adapter.pending_visibility` answers
+whether a table's applied transaction is still below it; the runner waits on that.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import http.client
 import io
 import json
 import os
-import pwd
-import re
 import shutil
-import stat
-import subprocess
-import tempfile
-import threading
-import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,41 +27,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from questdb import Sender, TimestampNanos
 
-from tickbench.data.schema import SCHEMAS
-from tickbench.engines.base import Engine, EngineUnavailable, IngestClient, LoadFigures
-from tickbench.engines.server import (
-    LOOPBACK,
-    ServerProcess,
-    chown_tree,
-    ensure_service_user,
-    free_port,
-    tools_dir,
-)
+from tickbench.data.schema import SCHEMAS, TABLES
+from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures
+from tickbench.engines.questdb.schema import CREATE, ROW_LAYOUT, SCHEMA, SYMBOLS, TS_PATTERN, bind, imp_schema
+from tickbench.engines.server import LOOPBACK, InstallStep, ServerEngine, tools_dir
 from tickbench.params import QueryParams
 
 VERSION = "9.3.4"  # the newest org.questdb:questdb that resolves from Maven
 ARTIFACT = f"org.questdb:questdb:{VERSION}"
 HEAP = "-Xmx4g"  # QuestDB keeps column data off-heap (mmap); the heap holds queries' state
-TABLES = ("trades", "book")
-SYMBOLS = {"trades": ["exchange", "sym", "side"], "book": ["exchange", "sym"]}
-PARAM = re.compile(r"\$([a-z_]+)")
-CREATE = re.compile(r"CREATE TABLE (\w+)")
-COLUMN = re.compile(r"^\s+(\w+) (TIMESTAMP_NS|SYMBOL|DOUBLE|LONG)\b", re.MULTILINE)
-# The CSV's `2022-06-01 00:00:06.737770000Z`: /imp cannot detect this format by itself.
-TS_PATTERN = "yyyy-MM-dd HH:mm:ss.SSSUUUNNNz"
 ILP_FLUSH_BYTES = 64 << 20  # one ILP/HTTP request (one WAL transaction) per 64 MiB of rows
-READY_TIMEOUT = 180.0
-APPLY_STALL_TIMEOUT = 300.0  # give up when the WAL apply makes no progress for this long
 WAL_STATE = "SELECT name, suspended, writerTxn, sequencerTxn, errorMessage FROM wal_tables()"
 
 # -- ingest (tick-latency, stream and durability suites) -------------------------------------
 # The ingest store's tables, in the server's one namespace beside the loaded ones (QuestDB has
 # no databases or schemas): schema.sql's columns under other names.
 INGEST = {t: f"ingest_{t}" for t in TABLES}
-# In the store's directory: which server root and which table directories (QuestDB gives each
-# created table a new one) hold the store, so a store deleted and made again (tick-latency's
-# fresh store per repetition) gets fresh tables and a reopened store finds its own.
-INGEST_MARKER = "questdb-ingest.json"
 INGEST_READ = {
     "trades": "SELECT * FROM ingest_trades WHERE sym = $sym ORDER BY ts, trade_id",
     "book": "SELECT * FROM ingest_book WHERE sym = $sym ORDER BY ts",
@@ -83,78 +61,8 @@ ILP_REQUEST_TIMEOUT_MS = 600_000
 READER_IDLE_S = 60.0
 
 
-def _schema() -> dict[str, str]:
-    """The CREATE TABLE statements of ``schema.sql``, by table name."""
-    text = "\n".join(line for line in (Path(__file__).parent / "schema.sql").read_text().splitlines()
-                     if not line.lstrip().startswith("--"))
-    out: dict[str, str] = {}
-    for stmt in filter(None, (s.strip() for s in text.split(";"))):
-        match = CREATE.search(stmt)
-        if match:
-            out[match.group(1)] = stmt
-    return out
-
-
-SCHEMA = _schema()
-
-
-def imp_schema(table: str) -> list[dict[str, str]]:
-    """The /imp ``schema`` of ``table``: every column with its type in schema.sql (so that
-    nothing depends on type detection), and the CSV's timestamp format."""
-    out = []
-    for name, kind in COLUMN.findall(SCHEMA[table]):
-        column = {"name": name, "type": kind}
-        if kind == "TIMESTAMP_NS":
-            column["pattern"] = TS_PATTERN
-        out.append(column)
-    return out
-
-
 def jar_path() -> Path:
     return tools_dir() / "questdb" / f"questdb-{VERSION}.jar"
-
-
-def bind(sql: str, bindings: dict[str, Any]) -> str:
-    """Substitute each ``$name`` in a query file with the SQL literal of ``bindings[name]``.
-
-    QuestDB's HTTP endpoints take no bind variables, so the run's parameters are written into
-    the text: a datetime as an ISO-8601 UTC timestamp string (QuestDB compares it with a
-    timestamp column, and uses it for interval scans), a string quoted with ``'`` doubled.
-    """
-
-    def literal(match: re.Match[str]) -> str:
-        value = bindings[match.group(1)]
-        if isinstance(value, dt.datetime):
-            return "'" + value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") + "'"
-        if isinstance(value, str):
-            return "'" + value.replace("'", "''") + "'"
-        raise TypeError(f"${match.group(1)}: no QuestDB literal for {type(value).__name__}")
-
-    return PARAM.sub(literal, sql)
-
-
-def check_reachable(path: Path, user: str) -> None:
-    """Raise if ``user`` (the server's) cannot reach ``path``: every directory above it must be
-    searchable by others (``chmod o+x``) or belong to that user."""
-    uid = pwd.getpwnam(user).pw_uid
-    for parent in path.resolve().parents:
-        st = parent.stat()
-        if st.st_uid != uid and not st.st_mode & stat.S_IXOTH:
-            raise EngineUnavailable(
-                f"QuestDB runs as {user!r}, which cannot enter {parent} (mode "
-                f"{stat.S_IMODE(st.st_mode):o}) to reach {path}; use a directory it can reach")
-
-
-def _row_layout(table: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
-    """(index, name) of ``table``'s SYMBOL columns and of its other columns after ``ts``, in
-    the SPEC row tuple."""
-    names = SCHEMAS[table].names
-    symbols = [(i, n) for i, n in enumerate(names) if n in SYMBOLS[table]]
-    columns = [(i, n) for i, n in enumerate(names) if i and n not in SYMBOLS[table]]
-    return symbols, columns
-
-
-ROW_LAYOUT = {t: _row_layout(t) for t in TABLES}
 
 
 class _Writer(IngestClient):
@@ -163,14 +71,15 @@ class _Writer(IngestClient):
     A write is one HTTP request holding rows of one table, which QuestDB commits as one WAL
     transaction before it answers; ``flush`` returns with that answer, so the rows are
     committed (under the server's ``cairo.commit.mode``) when :meth:`write` returns. They become
-    visible to queries once QuestDB's WAL apply job has applied the transaction, a little later,
-    so :meth:`close` returns only when the transactions committed before it are applied.
+    visible to queries once QuestDB's WAL apply job has applied the transaction, a little later:
+    :meth:`pending_visibility` says whether it has.
     """
 
     def __init__(self, adapter: Adapter, sender: Sender) -> None:
         self.adapter = adapter
         self.sender = sender
         self.written: set[str] = set()
+        self.target: dict[str, int] | None = None
 
     def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
         name = INGEST[table]
@@ -182,31 +91,31 @@ class _Writer(IngestClient):
             row(name, symbols={n: r[i] for i, n in symbols}, columns={n: r[i] for i, n in columns},
                 at=TimestampNanos(r[0]))
         self.written.add(name)
+        self.target = None
         # transactional: the client refuses a buffer spanning tables, so one write is exactly
         # one WAL transaction; a failed flush clears the buffer, and nothing is sent twice.
         self.sender.flush(transactional=True)
 
+    def pending_visibility(self) -> bool:
+        """Whether this writer's transactions, as of the first call after its last write, are
+        not all applied yet."""
+        if self.target is None:
+            self.target = self.adapter._txns(self.written)
+        return self.adapter._pending(self.target)
+
     def close(self) -> None:
-        """Close the sender, then wait until what it committed is visible (see the class)."""
-        try:
-            self.sender.close(flush=False)  # every write flushed itself; never send implicitly
-        finally:
-            if self.written:
-                self.adapter._wait_applied(self.written)
+        self.sender.close(flush=False)  # every write flushed itself; never send implicitly
 
 
-class Adapter(Engine):
-    has_server = True
-    concurrency_model = "processes"  # clients are processes connected to the server
-    server: ServerProcess | None = None
-    ports: dict[str, int]
+class Adapter(ServerEngine):
+    server_name = "questdb"
+    data_dir = "qdb"  # QuestDB's root directory (-d): conf/, db/, import/
+    port_names = ("http", "pg", "ilp_tcp")
+    start_timeout = 180.0
+    ingest_marker = "questdb-ingest.json"
     #: The server's cairo.commit.mode, written into server.conf at every start: it outlives a
     #: stop, so a restart (the durability suite's recovery) comes back under the same setting.
     commit_mode: str = DEFAULT_COMMIT_MODE
-    #: True while attached to a server another adapter started (start_shared), owning no process.
-    attached: bool = False
-    #: Concurrency clients are threads of one worker, each attached to the primary's running
-    #: server: the process model stops the primary's engine first, and that is this server.
     ingest_durability: ClassVar[dict[str, str]] = {
         "commit_mode=nosync": (
             "QuestDB's default cairo.commit.mode=nosync: acknowledged once the write's WAL transaction "
@@ -228,61 +137,49 @@ class Adapter(Engine):
     # crash or a power loss, which the durability suite does not cause.
     ingest_durable: ClassVar[frozenset[str]] = frozenset(ingest_durability)
     ingest_setting: str | None = None  # the open ingest store's durability setting
-    _readers: threading.local  # per thread: its reader connection and when it was last used
-    _reader_conns: list[http.client.HTTPConnection]  # every reader connection, to close them
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The sequencer transaction, per table, that this adapter's own writes reached.
+        self.awaited: dict[str, int] = {}
 
     # ---- install / probe -------------------------------------------------------------------
 
     @classmethod
     def probe(cls) -> str:
-        if not jar_path().is_file():
+        if not cls.installed():
             raise EngineUnavailable("not installed; run `tickbench install questdb`")
         if shutil.which("java") is None:
             raise EngineUnavailable("java (17 or newer) is not on PATH")
         return VERSION
 
     @classmethod
-    def install(cls, progress: Callable[[str], None] | None = None) -> str:
-        jar = jar_path()
-        if jar.is_file():
-            return cls.probe()
+    def installed(cls) -> bool:
+        return jar_path().is_file()
+
+    @classmethod
+    def install_steps(cls, stage: Path) -> list[InstallStep]:
         mvn = shutil.which("mvn")
         if mvn is None:
             raise EngineUnavailable("Maven (`mvn`) is needed to fetch the QuestDB jar")
-        if progress:
-            progress(f"fetching {ARTIFACT} with Maven")
-        jar.parent.mkdir(parents=True, exist_ok=True)
-        # Into a staging directory, then renamed: an interrupted download leaves no jar behind.
-        with tempfile.TemporaryDirectory(prefix=".questdb-", dir=jar.parent) as stage:
-            done = subprocess.run(
-                [mvn, "-q", "-B", "dependency:copy", f"-Dartifact={ARTIFACT}",
-                 f"-DoutputDirectory={stage}"],
-                capture_output=True, text=True, check=False,
-            )
-            fetched = Path(stage) / jar.name
-            if done.returncode != 0 or not fetched.is_file():
-                raise EngineUnavailable(f"mvn dependency:copy {ARTIFACT} failed:\n"
-                                        f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
-            fetched.chmod(0o644)
-            os.replace(fetched, jar)
-        return cls.probe()
+        return [InstallStep([mvn, "-q", "-B", "dependency:copy", f"-Dartifact={ARTIFACT}",
+                             f"-DoutputDirectory={stage}"], f"fetching {ARTIFACT} with Maven")]
 
-    # ---- lifecycle -------------------------------------------------------------------------
+    @classmethod
+    def install_staged(cls, stage: Path) -> None:
+        fetched = stage / jar_path().name
+        fetched.chmod(0o644)
+        jar_path().parent.mkdir(parents=True, exist_ok=True)
+        os.replace(fetched, jar_path())
 
-    @property
-    def root(self) -> Path:
-        """QuestDB's root directory (``-d``): conf/, db/, import/."""
-        return self.workdir / "qdb"
+    # ---- server ----------------------------------------------------------------------------
 
-    def _write_conf(self) -> None:
-        """server.conf: every listener on 127.0.0.1 and a free port, telemetry off."""
-        ports: dict[str, int] = {}
-        for name in ("http", "pg", "ilp_tcp"):
-            port = free_port()
-            while port in ports.values():
-                port = free_port()
-            ports[name] = port
-        self.ports = ports
+    def reachable(self) -> list[Path]:
+        return [jar_path()]
+
+    def prepare(self, user: str | None) -> list[str]:
+        """server.conf: every listener on 127.0.0.1 and its port, telemetry off."""
+        ports = self.ports
         conf = {
             "http.net.bind.to": f"{LOOPBACK}:{ports['http']}",
             "http.min.enabled": "false",  # health/metrics port: not used, so not opened
@@ -301,89 +198,25 @@ class Adapter(Engine):
         (self.root / "conf").mkdir(parents=True, exist_ok=True)
         (self.root / "import").mkdir(exist_ok=True)
         (self.root / "conf" / "server.conf").write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
-
-    def start(self) -> None:
-        jar = jar_path()
-        if not jar.is_file():
-            raise EngineUnavailable("not installed; run `tickbench install questdb`")
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self._write_conf()
-        user = ensure_service_user()
-        if user is not None:
-            self.workdir.chmod(self.workdir.stat().st_mode | stat.S_IXOTH)
-            check_reachable(self.root, user)
-            check_reachable(jar, user)
-            chown_tree(self.root, user)
         java = shutil.which("java") or "java"
-        self.server = ServerProcess(
-            "questdb",
-            [java, HEAP, "-p", str(jar), "-m", "io.questdb/io.questdb.ServerMain", "-d", str(self.root)],
-            log=self.workdir / "questdb.log", user=user, cwd=self.root,
-        )
-        self.server.start()
-        self.server.wait_ready(lambda: self._get("/exec", {"query": "select 1"})[0] == 200, READY_TIMEOUT)
+        return [java, HEAP, "-p", str(jar_path()), "-m", "io.questdb/io.questdb.ServerMain", "-d", str(self.root)]
 
-    def start_shared(self) -> None:
-        """Attach to the server that the adapter of another thread started over the same
-        working directory (a concurrency client), reading its HTTP port from the server.conf
-        that start() wrote. No process is started, and stop() ends none."""
-        conf = self.root / "conf" / "server.conf"
-        try:
-            settings = dict(line.split("=", 1) for line in conf.read_text().splitlines() if "=" in line)
-            port = int(settings["http.net.bind.to"].rsplit(":", 1)[1])
-        except (OSError, KeyError, ValueError, IndexError) as exc:
-            raise EngineUnavailable(f"no QuestDB server to attach to over {self.root}: {exc}") from exc
-        self.ports = {"http": port}
-        self.attached = True
-        try:
-            status, body = self._get("/exec", {"query": "select 1"})
-        except OSError as exc:
-            status, body = 0, str(exc).encode()
-        if status != 200:
-            self.attached = False
-            raise EngineUnavailable(f"the QuestDB server on {LOOPBACK}:{port} does not answer: {body[:200]!r}")
-
-    def stop(self) -> None:
-        self.attached = False
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-
-    def memory_pids(self) -> list[int]:
-        pid = self.server.pid if self.server else None
-        return [pid] if pid is not None else []
+    def ready(self) -> bool:
+        return self._get("/exec", {"query": "select 1"})[0] == 200
 
     # ---- HTTP ------------------------------------------------------------------------------
 
     def _conn(self) -> http.client.HTTPConnection:
-        if self.server is None and not self.attached:
-            raise RuntimeError("QuestDB is not started")
+        self.require_running()
         # One connection per request: nothing to go stale between the runner's repetitions.
         return http.client.HTTPConnection(LOOPBACK, self.ports["http"], timeout=3600)
 
-    def _reader(self) -> http.client.HTTPConnection:
-        """This thread's keep-alive connection for reads of the ingest store. The stream suite
-        polls counts every millisecond while another thread takes snapshots; a new connection
-        per request would add its setup to every measured read (it doubled a count's 0.2 ms)."""
-        if self.ingest_setting is None:
-            raise RuntimeError("the ingest store is not open")
-        now = time.monotonic()
-        conn: http.client.HTTPConnection | None = getattr(self._readers, "conn", None)
-        if conn is not None and now - self._readers.used > READER_IDLE_S:
-            conn.close()
-            conn = None
-        if conn is None:
-            conn = self._conn()
-            self._readers.conn = conn
-            self._reader_conns.append(conn)
-        self._readers.used = now
-        return conn
-
     def _get(self, path: str, query: dict[str, str], keep: bool = False) -> tuple[int, bytes]:
         """GET ``path?query``: the status and the whole body. ``keep``: on this thread's ingest
-        reader connection, left open for the next read unless the server closes it or answers
-        with an error; otherwise on a connection of its own."""
-        conn = self._reader() if keep else self._conn()
+        reader connection (a new connection per request would add its setup to every measured
+        read), left open for the next read unless the server closes it or answers with an
+        error; otherwise on a connection of its own."""
+        conn = self.reader() if keep else self._conn()
         reuse = False
         try:
             conn.request("GET", path + "?" + urllib.parse.urlencode(query))
@@ -393,9 +226,10 @@ class Adapter(Engine):
             return resp.status, body
         finally:
             if not reuse:
-                conn.close()
-                if keep:
-                    self._readers.conn = None
+                if keep and self.readers is not None:
+                    self.readers.discard()
+                else:
+                    conn.close()
 
     def _exec(self, sql: str, keep: bool = False) -> dict[str, Any]:
         """Run one statement through ``/exec``; its JSON answer (raise on an error)."""
@@ -424,6 +258,33 @@ class Adapter(Engine):
                 reason = body[:500].decode(errors="replace")
             raise RuntimeError(f"QuestDB: {reason}")
         return pq.read_table(io.BytesIO(body))
+
+    # ---- visibility: the WAL apply ----------------------------------------------------------
+
+    def _txns(self, tables: Iterable[str]) -> dict[str, int]:
+        """Each of ``tables``' sequencer transaction now: what its committed writes reached."""
+        wanted = set(tables)
+        return {r["name"]: int(r["sequencerTxn"]) for r in self._rows(WAL_STATE) if r["name"] in wanted}
+
+    def _pending(self, target: dict[str, int]) -> bool:
+        """Whether a table's applied transaction (``writerTxn``, what queries see) is still below
+        ``target``; a suspended table (its apply failed) raises."""
+        pending = False
+        for row in self._rows(WAL_STATE):
+            if row["name"] in target:
+                if row["suspended"]:
+                    raise RuntimeError(f"QuestDB suspended WAL table {row['name']}: {row['errorMessage']}")
+                pending = pending or int(row["writerTxn"]) < target[row["name"]]
+        return pending
+
+    def _await(self, tables: Iterable[str]) -> None:
+        """Note that ``tables`` must be applied up to what is committed now."""
+        self.awaited.update(self._txns(tables))
+
+    def pending_visibility(self) -> bool:
+        if self.awaited and not self._pending(self.awaited):
+            self.awaited = {}
+        return bool(self.awaited)
 
     # ---- loading ---------------------------------------------------------------------------
 
@@ -454,54 +315,21 @@ class Adapter(Engine):
             rows += frame.num_rows
         return rows
 
-    def _wait_applied(self, tables: Iterable[str]) -> None:
-        """Return once every WAL transaction of ``tables`` committed before this call is applied
-        (its rows visible to queries).
-
-        Why a poll: ILP over HTTP and /imp acknowledge a commit to the WAL, which QuestDB
-        applies to the table asynchronously, and it offers no call that blocks until then. So
-        ``wal_tables()`` is read every 5 ms until the table writer's transaction (``writerTxn``,
-        what queries see) has reached the sequencer's (``sequencerTxn``) as it was at the first
-        read: transactions committed later (by writers still writing) are not waited for. A
-        suspended table (failed apply) raises at once.
-        """
-        wanted = set(tables)
-        target: dict[str, int] | None = None
-        last: dict[str, int] = {}
-        stalled_since = time.monotonic()
-        while True:
-            pending = False
-            state = {r["name"]: r for r in self._rows(WAL_STATE) if r["name"] in wanted}
-            if target is None:
-                target = {name: int(row["sequencerTxn"]) for name, row in state.items()}
-            for name, row in state.items():
-                if row["suspended"]:
-                    raise RuntimeError(f"QuestDB suspended WAL table {name}: {row['errorMessage']}")
-                if row["writerTxn"] < target.get(name, 0):
-                    pending = True
-                    if last.get(name) != row["writerTxn"]:
-                        last[name] = row["writerTxn"]
-                        stalled_since = time.monotonic()
-            if not pending:
-                return
-            if time.monotonic() - stalled_since > APPLY_STALL_TIMEOUT:
-                raise RuntimeError(f"QuestDB WAL apply made no progress for {APPLY_STALL_TIMEOUT:.0f} s")
-            time.sleep(0.005)
-
     def _count(self, names: Iterable[str]) -> int:
         return sum(int(self._exec(f"SELECT count() FROM {n}")["dataset"][0][0]) for n in names)
 
     def load(self) -> int:
+        """The query data over ILP; returns the rows acknowledged (visible once
+        :meth:`pending_visibility` is False)."""
         for table in (*TABLES, "probes"):
             self._create(table, table)
         days = self.params.load_days()
         with self._sender() as sender:
-            for table in TABLES:
-                self._send_parquet(sender, table, table, days)
+            rows = sum(self._send_parquet(sender, table, table, days) for table in TABLES)
             self._send_probes(sender)
             sender.flush()
-        self._wait_applied((*TABLES, "probes"))
-        return self._count(TABLES)
+        self._await((*TABLES, "probes"))
+        return rows
 
     def _send_probes(self, sender: Sender) -> None:
         for qid, times in (("O-T", self.params.ot_times), ("O-NBBO", self.params.nbbo_times)):
@@ -516,7 +344,7 @@ class Adapter(Engine):
         with self._sender() as sender:
             self._send_probes(sender)
             sender.flush()
-        self._wait_applied(("probes",))
+        self._await(("probes",))
 
     def run_query(self, qid: str) -> pa.Table:
         return self._export(bind(self.query_text(qid), self.params.bindings()))
@@ -554,10 +382,16 @@ class Adapter(Engine):
             raise RuntimeError(f"QuestDB /imp of {path.name} into {name} failed: {detail}")
         return answer
 
+    def _figures(self, names: dict[str, str], nbytes: int, path_name: str) -> LoadFigures:
+        """W's figures for tables ``names``: counted by the runner once they are applied."""
+        self._await(names.values())
+        return LoadFigures(rows=0, input_bytes=nbytes, count=lambda: self._count(names.values()),
+                           detail={"path": path_name, "tables": list(names.values())})
+
     def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """W into fresh tables ``w_<fmt>_<table>`` of the running server (``scratch`` is not
         used: the server keeps its tables in its own root). CSV goes through /imp, QuestDB's CSV
-        path, into tables created from schema.sql; Parquet through ILP over HTTP as in load()."""
+        path, into tables created from schema.sql; Parquet through QuestDB's own reader."""
         names = {t: f"w_{fmt}_{t}" for t in TABLES}
         nbytes = 0
         if fmt == "csv":
@@ -569,23 +403,19 @@ class Adapter(Engine):
                 # than a CREATE TABLE beforehand. atomicity=abort: a row that does not parse
                 # fails the load instead of being skipped.
                 self._imp(name, path, imp_schema(table), {"atomicity": "abort"})
-            path_name = "REST /imp with schema.sql's column types"
-        elif fmt == "parquet":
-            # QuestDB's own Parquet reader into tables made from schema.sql, all of a table's
-            # files in one time-ordered INSERT (one commit, no out-of-order merges); the reader
-            # reads only under the server's import root, so the files are copied there first.
-            for table, name in names.items():
-                self._create(table, name)
-                rels, size = self._stage_parquet(table, "w")
-                nbytes += size
-                union = " UNION ALL ".join(f"SELECT * FROM read_parquet('{r}')" for r in rels)
-                self._exec(f"INSERT INTO {name} SELECT * FROM ({union}) ORDER BY ts")
-            path_name = "read_parquet() into tables created from schema.sql"
-        else:
+            return self._figures(names, nbytes, "REST /imp with schema.sql's column types")
+        if fmt != "parquet":
             raise ValueError(f"unknown format {fmt!r}")
-        self._wait_applied(names.values())
-        return LoadFigures(rows=self._count(names.values()), input_bytes=nbytes,
-                           detail={"path": path_name, "tables": list(names.values())})
+        # QuestDB's own Parquet reader into tables made from schema.sql, all of a table's
+        # files in one time-ordered INSERT (one commit, no out-of-order merges); the reader
+        # reads only under the server's import root, so the files are copied there first.
+        for table, name in names.items():
+            self._create(table, name)
+            rels, size = self._stage_parquet(table, "w")
+            nbytes += size
+            union = " UNION ALL ".join(f"SELECT * FROM read_parquet('{r}')" for r in rels)
+            self._exec(f"INSERT INTO {name} SELECT * FROM ({union}) ORDER BY ts")
+        return self._figures(names, nbytes, "read_parquet() into tables created from schema.sql")
 
     def _stage_parquet(self, table: str, stage_name: str) -> tuple[list[str], int]:
         """Copy ``table``'s bulk-day Parquet files under the server's import root, the only
@@ -616,66 +446,50 @@ class Adapter(Engine):
                 path = self.dataset.csv_file(table)
                 nbytes += path.stat().st_size
                 self._imp(name, path, [{"name": "ts", "type": "TIMESTAMP_NS", "pattern": TS_PATTERN}])
-            path_name = "REST /imp, table created by QuestDB"
-        elif fmt == "parquet":
-            for table, name in names.items():
-                rels, size = self._stage_parquet(table, "baseline")
-                nbytes += size
-                for i, rel in enumerate(rels):
-                    if i == 0:
-                        self._exec(f"CREATE TABLE {name} AS (SELECT * FROM read_parquet('{rel}') "
-                                   "ORDER BY ts) TIMESTAMP(ts) PARTITION BY DAY")
-                    else:
-                        self._exec(f"INSERT INTO {name} SELECT * FROM read_parquet('{rel}')")
-            path_name = "read_parquet() into CREATE TABLE AS / INSERT"
-        else:
+            return self._figures(names, nbytes, "REST /imp, table created by QuestDB")
+        if fmt != "parquet":
             raise ValueError(f"unknown format {fmt!r}")
-        self._wait_applied(names.values())
-        return LoadFigures(rows=self._count(names.values()), input_bytes=nbytes,
-                           detail={"path": path_name, "tables": list(names.values())})
+        for table, name in names.items():
+            rels, size = self._stage_parquet(table, "baseline")
+            nbytes += size
+            for i, rel in enumerate(rels):
+                if i == 0:
+                    self._exec(f"CREATE TABLE {name} AS (SELECT * FROM read_parquet('{rel}') "
+                               "ORDER BY ts) TIMESTAMP(ts) PARTITION BY DAY")
+                else:
+                    self._exec(f"INSERT INTO {name} SELECT * FROM read_parquet('{rel}')")
+        return self._figures(names, nbytes, "read_parquet() into CREATE TABLE AS / INSERT")
 
     # ---- ingest (tick-latency, stream and durability suites) -------------------------------
 
     def ingest_open(self, store: Path, durability: str | None = None) -> None:
         """The ingest store is the tables ``ingest_trades`` and ``ingest_book`` of this server;
-        ``store`` (a directory) holds a marker naming the server root and the tables' directories.
-        A store whose marker names the tables as they are reopens them, once their WAL is applied
-        (after a crash QuestDB applies the committed transactions again when restarted); any
-        other store gets empty tables, earlier ones dropped.
+        ``store`` (a directory) holds a marker naming the server root and the tables' directories
+        (QuestDB gives each created table a new one). A store whose marker names the tables as
+        they are reopens them (visible once their WAL is applied: after a crash QuestDB applies
+        the committed transactions again when restarted); any other store gets empty tables,
+        earlier ones dropped.
 
         ``durability`` is a cairo.commit.mode setting of :attr:`ingest_durability`. The mode is
         server-wide and read only at startup, so the server is restarted (its process changes)
         when the mode asked for is not the one it runs with."""
         setting = self.durability_setting(durability)
         self.ingest_close()
-        if self.server is None:
-            raise RuntimeError("QuestDB is not started")
-        if COMMIT_MODES[setting] != self.commit_mode:
-            self.stop()
-            self.commit_mode = COMMIT_MODES[setting]
-            self.start()
-        marker = store / INGEST_MARKER
-        try:
-            recorded = json.loads(marker.read_text())
-        except (OSError, ValueError):
-            recorded = None
-        if recorded is not None and recorded == self._ingest_identity():
-            self._wait_applied(INGEST.values())
+        self.restart_with(commit_mode=COMMIT_MODES[setting])
+        if self.marker_names(store, self._ingest_identity()):
+            self._await(INGEST.values())
         else:
             for table, name in INGEST.items():
                 self._create(table, name)
-        store.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps(self._ingest_identity()))
-        self._readers = threading.local()
-        self._reader_conns = []
+        self.write_marker(store, self._ingest_identity())
+        self.open_readers(self._conn, READER_IDLE_S)
         self.ingest_setting = setting
 
     def _ingest_identity(self) -> dict[str, Any]:
-        """What a store's marker records: the server root and each ingest table's directory
-        (None for a table that does not exist)."""
+        """Each ingest table's directory (None for a table that does not exist)."""
         dirs = {r["table_name"]: r["directoryName"]
                 for r in self._rows("SELECT table_name, directoryName FROM tables()")}
-        return {"root": str(self.root.resolve()), "tables": {n: dirs.get(n) for n in INGEST.values()}}
+        return {"tables": {n: dirs.get(n) for n in INGEST.values()}}
 
     def ingest_client(self) -> IngestClient:
         if self.ingest_setting is None:
@@ -700,11 +514,7 @@ class Adapter(Engine):
         return self._export(INGEST_LATEST, keep=True)
 
     def ingest_close(self) -> None:
-        """Close the read connections (writers close their own); the tables stay."""
-        for conn in getattr(self, "_reader_conns", []):
-            conn.close()
-        self._reader_conns = []
-        self._readers = threading.local()
+        super().ingest_close()
         self.ingest_setting = None
 
     # ---- SE / settings ---------------------------------------------------------------------
@@ -719,7 +529,6 @@ class Adapter(Engine):
         left out) and each table's table-wide files (symbol dictionaries, metadata). WAL
         segments are transient (purged once applied) and are not counted. The first key is
         the total."""
-        self._wait_applied(TABLES)
         self.stop()
         self.start()
         month = set(self.params.days("month"))

@@ -1,0 +1,76 @@
+"""QuestDB's text: the tables of ``schema.sql``, their /imp schemas and ILP row layout, and
+query files with their parameters written in (QuestDB's HTTP endpoints take no bind variables)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Any
+
+from tickbench.data.schema import SCHEMAS, TABLES
+
+SYMBOLS = {"trades": ["exchange", "sym", "side"], "book": ["exchange", "sym"]}
+PARAM = re.compile(r"\$([a-z_]+)")
+CREATE = re.compile(r"CREATE TABLE (\w+)")
+COLUMN = re.compile(r"^\s+(\w+) (TIMESTAMP_NS|SYMBOL|DOUBLE|LONG)\b", re.MULTILINE)
+# The CSV's `2022-06-01 00:00:06.737770000Z`: /imp cannot detect this format by itself.
+TS_PATTERN = "yyyy-MM-dd HH:mm:ss.SSSUUUNNNz"
+
+
+def _schema() -> dict[str, str]:
+    """The CREATE TABLE statements of ``schema.sql``, by table name."""
+    text = "\n".join(line for line in (Path(__file__).parent / "schema.sql").read_text().splitlines()
+                     if not line.lstrip().startswith("--"))
+    out: dict[str, str] = {}
+    for stmt in filter(None, (s.strip() for s in text.split(";"))):
+        match = CREATE.search(stmt)
+        if match:
+            out[match.group(1)] = stmt
+    return out
+
+
+SCHEMA = _schema()
+
+
+def imp_schema(table: str) -> list[dict[str, str]]:
+    """The /imp ``schema`` of ``table``: every column with its type in schema.sql (so that
+    nothing depends on type detection), and the CSV's timestamp format."""
+    out = []
+    for name, kind in COLUMN.findall(SCHEMA[table]):
+        column = {"name": name, "type": kind}
+        if kind == "TIMESTAMP_NS":
+            column["pattern"] = TS_PATTERN
+        out.append(column)
+    return out
+
+
+def bind(sql: str, bindings: dict[str, Any]) -> str:
+    """Substitute each ``$name`` in a query file with the SQL literal of ``bindings[name]``.
+
+    QuestDB's HTTP endpoints take no bind variables, so the run's parameters are written into
+    the text: a datetime as an ISO-8601 UTC timestamp string (QuestDB compares it with a
+    timestamp column, and uses it for interval scans), a string quoted with ``'`` doubled.
+    """
+
+    def literal(match: re.Match[str]) -> str:
+        value = bindings[match.group(1)]
+        if isinstance(value, dt.datetime):
+            return "'" + value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") + "'"
+        if isinstance(value, str):
+            return "'" + value.replace("'", "''") + "'"
+        raise TypeError(f"${match.group(1)}: no QuestDB literal for {type(value).__name__}")
+
+    return PARAM.sub(literal, sql)
+
+
+def _row_layout(table: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """(index, name) of ``table``'s SYMBOL columns and of its other columns after ``ts``, in
+    the SPEC row tuple."""
+    names = SCHEMAS[table].names
+    symbols = [(i, n) for i, n in enumerate(names) if n in SYMBOLS[table]]
+    columns = [(i, n) for i, n in enumerate(names) if i and n not in SYMBOLS[table]]
+    return symbols, columns
+
+
+ROW_LAYOUT = {t: _row_layout(t) for t in TABLES}

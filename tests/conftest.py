@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tickbench.data.dataset import Dataset, generate
@@ -63,3 +65,24 @@ def tiny(tiny_dir: Path) -> Dataset:
 @pytest.fixture(scope="session")
 def tiny_params(tiny: Dataset) -> QueryParams:
     return query_params(tiny.params, TINY_SEED)
+
+
+def processes_under(path: Path) -> list[psutil.Process]:
+    """The live processes a test started for ``path``: those whose command line names it (a
+    server's data directory or config), and their descendants. A test judges only these, never
+    every process of an engine's name: the machine may be running other work."""
+    key = str(path)
+    found: dict[int, psutil.Process] = {}
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if key in " ".join(p.info["cmdline"] or []):
+                found[p.pid] = p
+                found.update((c.pid, c) for c in p.children(recursive=True))
+        except psutil.Error:
+            continue
+    alive = []
+    for p in found.values():
+        with contextlib.suppress(psutil.Error):
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+    return alive

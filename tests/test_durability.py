@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psutil
 import pyarrow as pa
 import pytest
 
+from tests.conftest import processes_under
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import rows_to_table
 from tickbench.engines.base import EngineUnavailable
@@ -110,13 +110,11 @@ def test_server_killed_and_recovered(engine: str, tiny: Dataset, server_tmp: Pat
         adapter_class(engine).probe()
     except EngineUnavailable as exc:
         pytest.skip(f"{engine} is not installed here ({exc}); `tickbench install {engine}`")
-    before = {p.pid for p in psutil.process_iter()}
     results = _run(tiny, server_tmp / "r", engine)
     _check_cells(results, engine)
     for rec in results.records:
         # The writers saw their server die (a connection error), not a clean end.
         assert rec.figures["killed"].startswith("server processes") and rec.figures["processes_killed"] >= 1
         assert rec.figures["writer_saw"] != "no error"
-    left = [p for p in psutil.process_iter(["name", "cmdline"]) if p.pid not in before
-            and engine in " ".join(p.info["cmdline"] or []).lower()]
+    left = processes_under(server_tmp)
     assert not left, f"processes left running: {left}"

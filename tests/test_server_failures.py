@@ -8,9 +8,9 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-import psutil
 import pytest
 
+from tests.conftest import processes_under
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.registry import adapter_class
@@ -33,10 +33,6 @@ def _postgres_installed() -> None:
         pytest.skip(f"PostgreSQL is not installed here ({exc}); `tickbench install postgres`")
 
 
-def _postgres_processes() -> set[int]:
-    return {p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"}
-
-
 def _run(tiny: Dataset, server_tmp: Path, engines: list[str]) -> Results:
     return run(RunConfig(engines=engines, data=tiny.root, out=server_tmp / "r", seed=7,
                          protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
@@ -44,7 +40,6 @@ def _run(tiny: Dataset, server_tmp: Path, engines: list[str]) -> Results:
 
 
 def test_server_killed_mid_query(tiny: Dataset, server_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    before = _postgres_processes()
     monkeypatch.setenv(FAULTS_ENV, "postgres:kill_server=O-S")
     results = _run(tiny, server_tmp, ["postgres"])
     by_id = {r.benchmark: r for r in results.records}
@@ -53,11 +48,10 @@ def test_server_killed_mid_query(tiny: Dataset, server_tmp: Path, monkeypatch: p
     for qid in [*QUERY_IDS, "W", "SE"]:
         if qid != "O-S":
             assert by_id[qid].status == "ok" and by_id[qid].verified, (qid, by_id[qid].reason)
-    assert _postgres_processes() <= before, "a postgres process was left running"
+    assert not processes_under(server_tmp), "a postgres process was left running"
 
 
 def test_server_killed_mid_load(tiny: Dataset, server_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    before = _postgres_processes()
     monkeypatch.setenv(FAULTS_ENV, "postgres:kill_server_load=0.3")
     results = _run(tiny, server_tmp, ["postgres", "duckdb"])
     pg = [r for r in results.records if r.engine == "postgres"]
@@ -65,7 +59,7 @@ def test_server_killed_mid_load(tiny: Dataset, server_tmp: Path, monkeypatch: py
     assert len(pg) == len(duck) == len(QUERY_IDS) + 2
     assert all(r.status == "error" and "did not start or load" in r.reason for r in pg)
     assert all(r.status == "ok" for r in duck), [(r.benchmark, r.reason) for r in duck if r.status != "ok"]
-    assert _postgres_processes() <= before, "a postgres process was left running"
+    assert not processes_under(server_tmp), "a postgres process was left running"
 
 
 def test_port_in_use_is_named(tiny: Dataset, tiny_params: QueryParams, server_tmp: Path,
@@ -87,13 +81,12 @@ def test_port_in_use_is_named(tiny: Dataset, tiny_params: QueryParams, server_tm
 
 def test_server_start_timeout_is_named_and_stopped(tiny: Dataset, tiny_params: QueryParams, server_tmp: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    before = _postgres_processes()
     monkeypatch.setenv(START_TIMEOUT_ENV, "0.05")
     engine = adapter_class("postgres")(server_tmp / "pg", tiny, tiny_params)
     with pytest.raises(EngineUnavailable, match=f"did not answer within 0.05 s.*{START_TIMEOUT_ENV}"):
         engine.start()
     engine.stop()
-    assert _postgres_processes() <= before, "the server that did not come up was left running"
+    assert not processes_under(server_tmp), "the server that did not come up was left running"
     monkeypatch.setenv(START_TIMEOUT_ENV, "soon")
     with pytest.raises(EngineUnavailable, match=f"{START_TIMEOUT_ENV}='soon'"):
         engine.start()

@@ -1,16 +1,8 @@
 """InfluxDB 1.8 (influxd built from its Go module), one server per run on 127.0.0.1.
 
-Writes go over HTTP ``/write`` as line protocol built column-wise with Polars; queries are
-InfluxQL files sent to ``/query`` with bound parameters. A query file may start with header
-comments that tell the adapter how to turn InfluxDB's series into the SPEC's columns:
-
-* ``-- columns: time=bucket`` renames result columns (InfluxQL always names the time ``time``);
-* ``-- probe: t=ot_times`` says the file holds one statement per element of the list binding
-  ``ot_times`` (bound as ``$ot_times_0``, ``$ot_times_1``, …) and that statement ``i``'s rows get
-  a column ``t`` holding element ``i``: InfluxQL cannot select a parameter as a column;
-* ``-- sort: sym, side, bucket`` makes the adapter sort the rows by these (renamed) columns:
-  InfluxQL orders only by time, and returns series ordered by their tag set, whose keys are
-  sorted by name (``side=…,sym=…``), so GROUP BY sym, side comes back side first.
+Writes go over HTTP ``/write`` as line protocol built column-wise with Polars
+(:mod:`.lineprotocol`); queries are InfluxQL files sent to ``/query`` with bound parameters,
+whose header comments say how InfluxDB's series become the SPEC's columns (:mod:`.results`).
 
 The ingest capability (tick-latency, stream and durability suites) writes line protocol built
 row by row to a database of its own per ingest store, over one keep-alive HTTP connection per
@@ -21,24 +13,18 @@ points has been fsynced (see :data:`WAL_FSYNC_DELAYS`).
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import functools
 import http.client
 import json
 import os
-import pwd
 import re
 import secrets
 import shutil
-import stat
 import string
 import subprocess
-import threading
 import urllib.parse
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -46,16 +32,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from tickbench.data.schema import SCHEMAS, book_level_columns
-from tickbench.engines.base import Engine, EngineUnavailable, IngestClient, LoadFigures
-from tickbench.engines.server import (
-    LOOPBACK,
-    ServerProcess,
-    chown_tree,
-    ensure_service_user,
-    free_port,
-    tools_dir,
-)
+from tickbench.data.schema import SCHEMAS, TABLES, book_level_columns
+from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures
+from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES, Ties, ingest_lines, line_batches
+from tickbench.engines.influxdb.results import influx_bindings, ingest_table, parse_header, to_table
+from tickbench.engines.server import LOOPBACK, InstallStep, ServerEngine, run_tool, tools_dir
 from tickbench.suites.published import BY_ID
 
 VERSION = "1.8.10"
@@ -64,15 +45,11 @@ HERE = Path(__file__).parent
 CONFIG = string.Template((HERE / "influxd.toml").read_text())
 SCHEMA = string.Template((HERE / "schema.influxql").read_text())
 DB = "tickbench"
-TABLES = ("trades", "book")
 # Rows written per measurement; point counts equal row counts only if no point overwrote another.
 COUNT = "SELECT count(price) FROM trades; SELECT count(b1price) FROM book"
 PARAM = re.compile(r"\$([a-z_0-9]+)")
-HEADER = re.compile(r"^--\s*(columns|probe|sort):\s*(.*)$")
-BATCH_BYTES = 4 << 20  # line protocol per /write request
 WRITERS = 3  # concurrent /write requests: the server parses each request on one core
 SETTLE_TIMEOUT_S = 3600.0
-INGEST_MARKER = "influxdb-ingest"  # in an ingest store's directory: JSON naming its database
 INGEST_PREFIX = "ingest_"  # ingest databases are ingest_<random hex>, one per store
 # The durability settings: the server's [data] wal-fsync-delay, read only at startup.
 #
@@ -101,10 +78,11 @@ def bin_dir() -> Path:
     return tools_dir() / "influxdb"
 
 
-class Adapter(Engine):
-    has_server = True
-    server: ServerProcess | None = None
-    http_port: int = 0
+class Adapter(ServerEngine):
+    server_name = "influxd"
+    data_dir = "influxdb"
+    port_names = ("http", "rpc")  # the HTTP API, and the RPC (backup) service it cannot switch off
+    ingest_marker = "influxdb-ingest"  # JSON naming the store's database
     #: [data] wal-fsync-delay of the server start() runs (an ingest durability setting's).
     wal_fsync_delay: str = "0s"
     ingest_durability: ClassVar[dict[str, str]] = {
@@ -121,80 +99,57 @@ class Adapter(Engine):
     #: Both: a write is acknowledged only once its WAL entry is fsynced (see WAL_FSYNC_DELAYS).
     ingest_durable: ClassVar[frozenset[str]] = frozenset(ingest_durability)
     ingest_db: str | None = None  # the open ingest store's database
-    _ties: _Ties
-    _readers: threading.local  # per thread: its keep-alive connection for ingest queries
-    _reader_conns: list[_Session]  # every reader connection, to close them
+    _ties: Ties
 
     # -- installation -------------------------------------------------------------------
 
     @classmethod
     def probe(cls) -> str:
-        influxd = bin_dir() / "influxd"
-        if not os.access(influxd, os.X_OK):
+        if not cls.installed():
             raise EngineUnavailable("not installed; run `tickbench install influxdb`")
-        out = subprocess.run([str(influxd), "version"], capture_output=True, text=True, check=True)
         # "InfluxDB v1.8.10 (git: unknown unknown)"
-        return out.stdout.split()[1].lstrip("v")
+        return run_tool([str(bin_dir() / "influxd"), "version"]).split()[1].lstrip("v")
 
     @classmethod
-    def install(cls, progress: Callable[[str], None] | None = None) -> str:
+    def installed(cls) -> bool:
+        return all(os.access(bin_dir() / b, os.X_OK) for b in ("influxd", "influx"))
+
+    @classmethod
+    def install_steps(cls, stage: Path) -> list[InstallStep]:
         """Build ``influxd`` (the server) and ``influx`` (its CLI, for the baseline importer)
-        from the Go module into ``tools/influxdb``; a no-op when both are there."""
-        if all(os.access(bin_dir() / b, os.X_OK) for b in ("influxd", "influx")):
-            return cls.probe()
+        from the Go module; the version is stamped in with -ldflags, as InfluxData's release
+        build does."""
         go = shutil.which("go")
         if go is None:
             raise EngineUnavailable(
                 "the Go toolchain (`go` 1.16 or newer, for `go install pkg@version`) builds influxd")
-        if progress:
-            progress(f"building influxd and influx {VERSION} with go install (a few minutes)")
-        bin_dir().mkdir(parents=True, exist_ok=True)
-        # The version is stamped in with -ldflags, as InfluxData's release build does.
-        cmd = [go, "install", "-ldflags", f"-X main.version={VERSION}",
-               f"{MODULE}/cmd/influxd@v{VERSION}", f"{MODULE}/cmd/influx@v{VERSION}"]
-        done = subprocess.run(cmd, env={**os.environ, "GOBIN": str(bin_dir())},
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise EngineUnavailable(f"`{' '.join(cmd)}` failed:\n{done.stderr[-2000:]}")
-        return cls.probe()
+        return [InstallStep([go, "install", "-ldflags", f"-X main.version={VERSION}",
+                             f"{MODULE}/cmd/influxd@v{VERSION}", f"{MODULE}/cmd/influx@v{VERSION}"],
+                            f"building influxd and influx {VERSION} with go install (a few minutes)",
+                            {"GOBIN": str(stage)})]
 
-    # -- server lifecycle ---------------------------------------------------------------
+    @classmethod
+    def install_staged(cls, stage: Path) -> None:
+        bin_dir().mkdir(parents=True, exist_ok=True)
+        for name in ("influx", "influxd"):  # the server last: installed() checks both
+            os.replace(stage / name, bin_dir() / name)
+
+    # -- server -------------------------------------------------------------------------
 
     @property
-    def root(self) -> Path:
-        return self.workdir / "influxdb"
+    def http_port(self) -> int:
+        return self.ports["http"]
 
-    def start(self) -> None:
-        self.probe()
+    def prepare(self, user: str | None) -> list[str]:
         for sub in ("meta", "data", "wal"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
-        self.http_port = free_port()
-        rpc_port = free_port()
-        while rpc_port == self.http_port:
-            rpc_port = free_port()
         conf = self.root / "influxd.toml"
-        conf.write_text(CONFIG.substitute(root=self.root, http_port=self.http_port, rpc_port=rpc_port,
+        conf.write_text(CONFIG.substitute(root=self.root, http_port=self.http_port, rpc_port=self.ports["rpc"],
                                           wal_fsync_delay=self.wal_fsync_delay))
-        user = ensure_service_user()
-        if user is not None:  # influxd runs as the service user: it enters the workdir
-            self.workdir.chmod(self.workdir.stat().st_mode | stat.S_IXOTH)
-            check_reachable(self.workdir, user)
-        chown_tree(self.root, user)
-        self.server = ServerProcess(
-            "influxd", [str(bin_dir() / "influxd"), "-config", str(conf)],
-            log=self.root / "influxd.log", user=user,
-        )
-        self.server.start()
-        self.server.wait_ready(self._ping, timeout=120)
+        return [str(bin_dir() / "influxd"), "-config", str(conf)]
 
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-
-    def memory_pids(self) -> list[int]:
-        pid = self.server.pid if self.server else None
-        return [pid] if pid is not None else []
+    def ready(self) -> bool:
+        return self._request("GET", "/ping")[0] == 204
 
     # -- HTTP ---------------------------------------------------------------------------
 
@@ -207,9 +162,6 @@ class Adapter(Engine):
             return resp.status, resp.read()
         finally:
             conn.close()
-
-    def _ping(self) -> bool:
-        return self._request("GET", "/ping")[0] == 204
 
     def _query(self, q: str, db: str = DB, params: dict[str, Any] | None = None,
                session: _Session | None = None) -> list[dict[str, Any]]:
@@ -382,21 +334,11 @@ class Adapter(Engine):
         asked for is not the one it runs with."""
         setting = self.durability_setting(durability)
         self.ingest_close()
-        if self.server is None:
-            raise RuntimeError("InfluxDB is not started")
-        if WAL_FSYNC_DELAYS[setting] != self.wal_fsync_delay:
-            self.stop()
-            self.wal_fsync_delay = WAL_FSYNC_DELAYS[setting]
-            self.start()
-        marker = store / INGEST_MARKER
-        root = str(self.root.resolve())
-        try:
-            recorded = json.loads(marker.read_text())
-        except (OSError, ValueError):
-            recorded = None
+        self.restart_with(wal_fsync_delay=WAL_FSYNC_DELAYS[setting])
+        recorded = self.read_marker(store)
         databases = self._databases()
-        if isinstance(recorded, dict) and recorded.get("root") == root and recorded.get("database") in databases:
-            db = str(recorded["database"])
+        db = recorded.get("database") if isinstance(recorded, dict) else None
+        if db in databases and self.marker_names(store, {"database": db}):
             # Trades written from now on take seq tags above every one the store holds, so
             # none replaces a trade written before the reopening (the tie registry is new).
             first_seq = self._max_seq(db) + 1
@@ -407,12 +349,10 @@ class Adapter(Engine):
             db = INGEST_PREFIX + secrets.token_hex(6)
             self._create(db)
             first_seq = 0
-        store.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps({"root": root, "database": db}))
+        self.write_marker(store, {"database": db})
         self.ingest_db = db
-        self._ties = _Ties(first_seq)
-        self._readers = threading.local()
-        self._reader_conns = []
+        self._ties = Ties(first_seq)
+        self.open_readers(lambda: _Session(self.http_port))
 
     def _databases(self) -> list[str]:
         series = self._query("SHOW DATABASES", db="")[0].get("series", [])
@@ -428,12 +368,7 @@ class Adapter(Engine):
         polls counts and snapshots from two threads while writers write)."""
         if self.ingest_db is None:
             raise RuntimeError("the ingest store is not open")
-        session: _Session | None = getattr(self._readers, "session", None)
-        if session is None:
-            session = _Session(self.http_port)
-            self._readers.session = session
-            self._reader_conns.append(session)
-        return self._query(q, db=self.ingest_db, params=params, session=session)
+        return self._query(q, db=self.ingest_db, params=params, session=self.reader())
 
     def ingest_client(self) -> IngestClient:
         if self.ingest_db is None:
@@ -444,7 +379,7 @@ class Adapter(Engine):
         """``sym``'s rows, ordered by (ts, trade_id) for trades: InfluxDB returns the merged
         series (venues, sides, seq tags) in time order, but ties on a time in series order."""
         series = self._ingest_query(INGEST_READ[table], {"sym": sym})[0].get("series", [])
-        out = _ingest_table(table, series)
+        out = ingest_table(table, series)
         order = [("ts", "ascending")] + ([("trade_id", "ascending")] if table == "trades" else [])
         return out.sort_by(order)
 
@@ -464,11 +399,7 @@ class Adapter(Engine):
                         names=["sym", "ts", "b1price", "a1price"])
 
     def ingest_close(self) -> None:
-        """Close the read connections (writers close their own); the database stays."""
-        for session in getattr(self, "_reader_conns", []):
-            session.close()
-        self._reader_conns = []
-        self._readers = threading.local()
+        super().ingest_close()
         self.ingest_db = None
 
     def settings(self) -> dict[str, Any]:
@@ -485,8 +416,6 @@ class Adapter(Engine):
                               "(exchange, sym, side, ts)"})
         return out
 
-
-# -- ingest -----------------------------------------------------------------------------------
 
 class _Session:
     """One keep-alive HTTP connection to influxd, used by one thread at a time. A request that
@@ -510,65 +439,11 @@ class _Session:
             self.conn.close()
 
 
-class _Ties:
-    """The ``seq`` tag of each ingested trade: how many trades with the same (exchange, sym,
-    side, ts) the store took before it, plus ``first`` (above every seq of a reopened store).
-
-    InfluxDB keeps one point per series and time, so trades tied on all four would replace
-    each other. Ties can reach the store in different writes and from different writers (the
-    stream suite replays a day in which about a quarter of the trades tie), so the count is
-    kept for the store, across its writers, under a lock. It holds one entry per distinct
-    (exchange, sym, side, ts) written since the store was opened."""
-
-    def __init__(self, first: int = 0) -> None:
-        self.first = first
-        self.lock = threading.Lock()
-        self.seen: dict[tuple[str, str, str], dict[int, int]] = {}
-
-    def seqs(self, rows: Sequence[tuple[Any, ...]]) -> list[int]:
-        out = []
-        with self.lock:
-            for r in rows:
-                times = self.seen.get((r[1], r[2], r[3]))
-                if times is None:
-                    times = self.seen[(r[1], r[2], r[3])] = {}
-                n = times.get(r[0], 0)
-                times[r[0]] = n + 1
-                out.append(self.first + n)
-        return out
-
-
-@functools.cache
-def _esc(tag: str) -> str:
-    """A tag value escaped for line protocol (commas, spaces and equals signs)."""
-    return tag.replace(",", "\\,").replace(" ", "\\ ").replace("=", "\\=")
-
-
-# Floats print with repr (shortest round-trip, scientific notation for very large or small
-# values, which line protocol accepts), so they read back equal; trade_id is an integer field.
-_TRADE_LINE = "trades,exchange={},sym={},side={},seq={} price={!r},amount={!r},trade_id={}i {}\n"
-_BOOK_LINE = "book,exchange={},sym={} " + ",".join(f"{c}={{!r}}" for c in book_level_columns()) + " {}\n"
-
-
-def ingest_lines(table: str, rows: Sequence[tuple[Any, ...]], ties: _Ties) -> bytes:
-    """Line protocol for ``rows`` (SPEC order, ``ts`` in integer ns) of ``table``, as
-    :func:`line_batches` writes the query data (book rows are unique per (exchange, sym, ts)
-    by SPEC §1, so only trades need a ``seq`` tag)."""
-    if table == "trades":
-        text = "".join(_TRADE_LINE.format(_esc(r[1]), _esc(r[2]), _esc(r[3]), s, float(r[4]), float(r[5]), r[6], r[0])
-                       for r, s in zip(rows, ties.seqs(rows), strict=True))
-    elif table == "book":
-        text = "".join(_BOOK_LINE.format(_esc(r[1]), _esc(r[2]), *map(float, r[3:]), r[0]) for r in rows)
-    else:
-        raise ValueError(f"unknown table {table!r}")
-    return text.encode()
-
-
 class _Writer(IngestClient):
     """One writer: each write is one POST of line protocol to /write, acknowledged by HTTP 204
     once every point is in the cache and its WAL entry fsynced."""
 
-    def __init__(self, session: _Session, db: str, ties: _Ties) -> None:
+    def __init__(self, session: _Session, db: str, ties: Ties) -> None:
         self.session, self.ties = session, ties
         self.path = f"/write?db={db}&precision=ns"
 
@@ -583,179 +458,7 @@ class _Writer(IngestClient):
         self.session.close()
 
 
-def _ingest_table(table: str, series: list[dict[str, Any]]) -> pa.Table:
-    """``table``'s SPEC schema from the series of an ``INGEST_READ`` result (tags and fields
-    selected as columns; JSON numbers may come back as integers, e.g. 1 for 1.0)."""
-    schema = SCHEMAS[table]
-    values = [row for s in series for row in s.get("values") or []]
-    if series:
-        names = series[0]["columns"]
-        pos = {("ts" if n == "time" else n): i for i, n in enumerate(names)}
-    else:
-        pos = {n: 0 for n in schema.names}
-    cols = list(zip(*values, strict=True)) if values else [()] * len(pos)
-    arrays = []
-    for f in schema:
-        data = cols[pos[f.name]]
-        if f.name == "ts":
-            arrays.append(pa.array(data, pa.int64()).cast(f.type))
-        else:
-            arrays.append(pa.array(data, f.type))
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
-# -- line protocol ----------------------------------------------------------------------------
-
-def _tag(col: str) -> pl.Expr:
-    """A tag value escaped for line protocol (commas, spaces and equals signs)."""
-    return pl.col(col).str.replace_all(r"([ ,=])", r"\$1")
-
-
-def _trades_lines() -> pl.Expr:
-    # Trades can share (exchange, sym, side, ts), and InfluxDB keeps one point per series and
-    # time: the tag seq (0 for the first trade at a time, 1 for the next, … by trade_id) keeps
-    # each trade a point of its own without altering any value.
-    seq = (pl.col("trade_id").rank("ordinal").over("exchange", "sym", "side", "ts") - 1)
-    return pl.format(
-        "trades,exchange={},sym={},side={},seq={} price={},amount={},trade_id={}i {}\n",
-        _tag("exchange"), _tag("sym"), _tag("side"), seq,
-        pl.col("price"), pl.col("amount"), pl.col("trade_id"), pl.col("ts").cast(pl.Int64),
-    )
-
-
-def _book_lines() -> pl.Expr:
-    cols = book_level_columns()
-    fmt = "book,exchange={},sym={} " + ",".join(f"{c}={{}}" for c in cols) + " {}\n"
-    return pl.format(fmt, _tag("exchange"), _tag("sym"), *[pl.col(c) for c in cols],
-                     pl.col("ts").cast(pl.Int64))
-
-
-LINES = {"trades": _trades_lines, "book": _book_lines}
-
-
-def line_batches(frames: Iterable[tuple[str, pl.DataFrame]]) -> Iterator[bytes]:
-    """Line protocol for ``(table, frame)`` pairs, in bodies of about ``BATCH_BYTES``.
-
-    Each frame must hold whole (exchange, sym) days, so that trades tied on a timestamp are
-    numbered together. Floats print in Polars' shortest round-trip form, so they read back equal.
-    """
-    pending: list[bytes] = []
-    size = 0
-    for table, frame in frames:
-        lines = frame.select(LINES[table]()).to_series()
-        total = int(lines.str.len_bytes().sum())
-        step = max(1, len(lines) * BATCH_BYTES // max(1, total))
-        for chunk in lines.to_frame().iter_slices(step):
-            body = chunk.to_series().str.join("").item().encode()
-            pending.append(body)
-            size += len(body)
-            if size >= BATCH_BYTES:
-                yield b"".join(pending)
-                pending, size = [], 0
-    if pending:
-        yield b"".join(pending)
-
-
-# -- query parameters and results ------------------------------------------------------------
-
-def influx_bindings(binds: dict[str, Any]) -> dict[str, Any]:
-    """InfluxDB's bound parameters from ``QueryParams.bindings()``: datetimes become integer
-    nanoseconds (an integer compared with ``time`` is ns since the epoch), and each list
-    ``name`` becomes ``name_0``, ``name_1``, … (InfluxQL has no list parameters)."""
-    out: dict[str, Any] = {}
-    for name, value in binds.items():
-        if isinstance(value, list):
-            out.update({f"{name}_{i}": _ns(v) for i, v in enumerate(value)})
-        else:
-            out[name] = _ns(value) if isinstance(value, dt.datetime) else value
-    return out
-
-
-def _ns(t: dt.datetime) -> int:
-    delta = t - dt.datetime(1970, 1, 1)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
-
-
-@dataclass(frozen=True)
-class Header:
-    """What a query file's header comments ask of the adapter (see the module docstring)."""
-
-    renames: dict[str, str] = field(default_factory=dict)
-    probe: tuple[str, str] | None = None  # (column, list binding)
-    sort: tuple[str, ...] = ()
-
-
-def parse_header(text: str) -> Header:
-    renames: dict[str, str] = {}
-    probe: tuple[str, str] | None = None
-    sort: tuple[str, ...] = ()
-    for line in text.splitlines():
-        m = HEADER.match(line.strip())
-        if not m:
-            continue
-        items = [p.strip() for p in m.group(2).split(",") if p.strip()]
-        if m.group(1) == "sort":
-            sort = tuple(items)
-            continue
-        pairs = dict(p.split("=", 1) for p in items)
-        if m.group(1) == "columns":
-            renames.update(pairs)
-        else:
-            ((col, binding),) = pairs.items()
-            probe = (col, binding)
-    return Header(renames, probe, sort)
-
-
-def to_table(results: list[dict[str, Any]], renames: dict[str, str], columns: tuple[str, ...],
-             probe_col: str | None, probes: list[dt.datetime] | None) -> pa.Table:
-    """Flatten InfluxDB's statements → series → rows into one table with ``columns``.
-
-    A series' tags become columns; ``time`` (and the probe column) are UTC timestamps, tags
-    strings, every other value float64. Rows keep the server's order.
-    """
-    data: dict[str, list[Any]] = {}
-    n = 0
-    for i, result in enumerate(results):
-        for series in result.get("series", []):
-            values = series["values"]
-            extra: dict[str, Any] = dict(series.get("tags") or {})
-            if probe_col is not None and probes is not None:
-                extra[probe_col] = _ns(probes[i])
-            for name, value in extra.items():
-                data.setdefault(name, [None] * n).extend([value] * len(values))
-            for j, name in enumerate(series["columns"]):
-                data.setdefault(name, [None] * n).extend(row[j] for row in values)
-            n += len(values)
-            for col in data.values():
-                col.extend([None] * (n - len(col)))
-    renamed = {renames.get(k, k): v for k, v in data.items()}
-    times = {renames.get("time", "time"), probe_col}
-    arrays = []
-    for name in columns:
-        values = renamed.get(name, [None] * n)
-        if name in times:
-            arrays.append(pa.array(values, pa.int64()).cast(pa.timestamp("ns", "UTC")))
-        elif values and all(v is None or isinstance(v, str) for v in values) and any(
-                isinstance(v, str) for v in values):
-            arrays.append(pa.array(values, pa.string()))
-        else:
-            arrays.append(pa.array(values, pa.float64()))
-    return pa.table(arrays, names=list(columns))
-
-
 # -- disk ---------------------------------------------------------------------------------
-
-def check_reachable(path: Path, user: str) -> None:
-    """Raise if ``user`` cannot reach ``path``: every directory above it must be searchable
-    by others (``chmod o+x``) or belong to that user."""
-    uid = pwd.getpwnam(user).pw_uid
-    for parent in path.resolve().parents:
-        st = parent.stat()
-        if st.st_uid != uid and not st.st_mode & stat.S_IXOTH:
-            raise EngineUnavailable(
-                f"influxd runs as {user!r}, which cannot enter {parent} (mode "
-                f"{stat.S_IMODE(st.st_mode):o}); use a working directory it can reach")
-
 
 def settled(root: Path, db: str) -> bool:
     """Whether every shard of ``db`` is one generation of TSM files with no compaction

@@ -1,0 +1,133 @@
+"""InfluxDB's answers as the SPEC's columns: bound parameters, query-file headers, series to
+Arrow tables.
+
+A query file may start with header comments that tell the adapter how to turn InfluxDB's series
+into the SPEC's columns:
+
+* ``-- columns: time=bucket`` renames result columns (InfluxQL always names the time ``time``);
+* ``-- probe: t=ot_times`` says the file holds one statement per element of the list binding
+  ``ot_times`` (bound as ``$ot_times_0``, ``$ot_times_1``, …) and that statement ``i``'s rows get
+  a column ``t`` holding element ``i``: InfluxQL cannot select a parameter as a column;
+* ``-- sort: sym, side, bucket`` makes the adapter sort the rows by these (renamed) columns:
+  InfluxQL orders only by time, and returns series ordered by their tag set, whose keys are
+  sorted by name (``side=…,sym=…``), so GROUP BY sym, side comes back side first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from tickbench.data.schema import SCHEMAS
+
+HEADER = re.compile(r"^--\s*(columns|probe|sort):\s*(.*)$")
+
+
+def influx_bindings(binds: dict[str, Any]) -> dict[str, Any]:
+    """InfluxDB's bound parameters from ``QueryParams.bindings()``: datetimes become integer
+    nanoseconds (an integer compared with ``time`` is ns since the epoch), and each list
+    ``name`` becomes ``name_0``, ``name_1``, … (InfluxQL has no list parameters)."""
+    out: dict[str, Any] = {}
+    for name, value in binds.items():
+        if isinstance(value, list):
+            out.update({f"{name}_{i}": _ns(v) for i, v in enumerate(value)})
+        else:
+            out[name] = _ns(value) if isinstance(value, dt.datetime) else value
+    return out
+
+
+def _ns(t: dt.datetime) -> int:
+    delta = t - dt.datetime(1970, 1, 1)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a query file's header comments ask of the adapter (see the module docstring)."""
+
+    renames: dict[str, str] = field(default_factory=dict)
+    probe: tuple[str, str] | None = None  # (column, list binding)
+    sort: tuple[str, ...] = ()
+
+
+def parse_header(text: str) -> Header:
+    renames: dict[str, str] = {}
+    probe: tuple[str, str] | None = None
+    sort: tuple[str, ...] = ()
+    for line in text.splitlines():
+        m = HEADER.match(line.strip())
+        if not m:
+            continue
+        items = [p.strip() for p in m.group(2).split(",") if p.strip()]
+        if m.group(1) == "sort":
+            sort = tuple(items)
+            continue
+        pairs = dict(p.split("=", 1) for p in items)
+        if m.group(1) == "columns":
+            renames.update(pairs)
+        else:
+            ((col, binding),) = pairs.items()
+            probe = (col, binding)
+    return Header(renames, probe, sort)
+
+
+def to_table(results: list[dict[str, Any]], renames: dict[str, str], columns: tuple[str, ...],
+             probe_col: str | None, probes: list[dt.datetime] | None) -> pa.Table:
+    """Flatten InfluxDB's statements → series → rows into one table with ``columns``.
+
+    A series' tags become columns; ``time`` (and the probe column) are UTC timestamps, tags
+    strings, every other value float64. Rows keep the server's order.
+    """
+    data: dict[str, list[Any]] = {}
+    n = 0
+    for i, result in enumerate(results):
+        for series in result.get("series", []):
+            values = series["values"]
+            extra: dict[str, Any] = dict(series.get("tags") or {})
+            if probe_col is not None and probes is not None:
+                extra[probe_col] = _ns(probes[i])
+            for name, value in extra.items():
+                data.setdefault(name, [None] * n).extend([value] * len(values))
+            for j, name in enumerate(series["columns"]):
+                data.setdefault(name, [None] * n).extend(row[j] for row in values)
+            n += len(values)
+            for col in data.values():
+                col.extend([None] * (n - len(col)))
+    renamed = {renames.get(k, k): v for k, v in data.items()}
+    times = {renames.get("time", "time"), probe_col}
+    arrays = []
+    for name in columns:
+        values = renamed.get(name, [None] * n)
+        if name in times:
+            arrays.append(pa.array(values, pa.int64()).cast(pa.timestamp("ns", "UTC")))
+        elif values and all(v is None or isinstance(v, str) for v in values) and any(
+                isinstance(v, str) for v in values):
+            arrays.append(pa.array(values, pa.string()))
+        else:
+            arrays.append(pa.array(values, pa.float64()))
+    return pa.table(arrays, names=list(columns))
+
+
+def ingest_table(table: str, series: list[dict[str, Any]]) -> pa.Table:
+    """``table``'s SPEC schema from the series of an ``INGEST_READ`` result (tags and fields
+    selected as columns; JSON numbers may come back as integers, e.g. 1 for 1.0)."""
+    schema = SCHEMAS[table]
+    values = [row for s in series for row in s.get("values") or []]
+    if series:
+        names = series[0]["columns"]
+        pos = {("ts" if n == "time" else n): i for i, n in enumerate(names)}
+    else:
+        pos = {n: 0 for n in schema.names}
+    cols = list(zip(*values, strict=True)) if values else [()] * len(pos)
+    arrays = []
+    for f in schema:
+        data = cols[pos[f.name]]
+        if f.name == "ts":
+            arrays.append(pa.array(data, pa.int64()).cast(f.type))
+        else:
+            arrays.append(pa.array(data, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)

@@ -20,8 +20,9 @@ server-wide setting, start
 ingest-store marker, reader pool       ``ingest_*``: its schema, writes and reads
 =====================================  ===========================================================
 
-Readiness is polled here, by :meth:`ServerProcess.wait_ready`: it is the runner's lifecycle
-machinery (like the runner's clock), not an adapter's; adapters never sleep, poll or time.
+Readiness is polled here, by :meth:`ServerProcess.wait_ready`: lifecycle machinery on the
+runner's side (like the runner's clock), not an adapter's I/O. (One adapter still reaches it
+for something else: InfluxDB waits through it for its store to settle after a load.)
 tickbench never stops a process it did not start, and never listens on anything but 127.0.0.1.
 """
 

@@ -12,7 +12,6 @@ points has been fsynced (see :data:`WAL_FSYNC_DELAYS`).
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import os
@@ -23,7 +22,7 @@ import string
 import subprocess
 import urllib.parse
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
@@ -34,8 +33,9 @@ import pyarrow.csv as pacsv
 
 from tickbench.data.schema import SCHEMAS, TABLES, book_level_columns
 from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures
-from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES, Ties, ingest_lines, line_batches
+from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES, Ties, line_batches
 from tickbench.engines.influxdb.results import influx_bindings, ingest_table, parse_header, to_table
+from tickbench.engines.influxdb.writer import Session, Writer
 from tickbench.engines.server import LOOPBACK, InstallStep, ServerEngine, run_tool, tools_dir
 from tickbench.suites.published import BY_ID
 
@@ -164,7 +164,7 @@ class Adapter(ServerEngine):
             conn.close()
 
     def _query(self, q: str, db: str = DB, params: dict[str, Any] | None = None,
-               session: _Session | None = None) -> list[dict[str, Any]]:
+               session: Session | None = None) -> list[dict[str, Any]]:
         """POST ``q`` (one or more statements) and return the per-statement results;
         raise on any error. Times come back as integer nanoseconds (``epoch=ns``). Sent over
         ``session`` when given, else over a connection of its own."""
@@ -352,7 +352,7 @@ class Adapter(ServerEngine):
         self.write_marker(store, {"database": db})
         self.ingest_db = db
         self._ties = Ties(first_seq)
-        self.open_readers(lambda: _Session(self.http_port))
+        self.open_readers(lambda: Session(self.http_port))
 
     def _databases(self) -> list[str]:
         series = self._query("SHOW DATABASES", db="")[0].get("series", [])
@@ -373,7 +373,7 @@ class Adapter(ServerEngine):
     def ingest_client(self) -> IngestClient:
         if self.ingest_db is None:
             raise RuntimeError("the ingest store is not open")
-        return _Writer(_Session(self.http_port), self.ingest_db, self._ties)
+        return Writer(Session(self.http_port), self.ingest_db, self._ties)
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         """``sym``'s rows, ordered by (ts, trade_id) for trades: InfluxDB returns the merged
@@ -415,47 +415,6 @@ class Adapter(ServerEngine):
                               "a database per ingest store; trade ties: seq tag from a registry of "
                               "(exchange, sym, side, ts)"})
         return out
-
-
-class _Session:
-    """One keep-alive HTTP connection to influxd, used by one thread at a time. A request that
-    fails raises; it is never sent again (http.client reconnects only for the next request)."""
-
-    def __init__(self, port: int) -> None:
-        self.conn = http.client.HTTPConnection(LOOPBACK, port, timeout=None)
-
-    def request(self, method: str, path: str, body: bytes | None = None,
-                headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-        try:
-            self.conn.request(method, path, body=body, headers=headers or {})
-            resp = self.conn.getresponse()
-            return resp.status, resp.read()
-        except BaseException:
-            self.conn.close()  # a half-read response must not be taken for the next one's
-            raise
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.conn.close()
-
-
-class _Writer(IngestClient):
-    """One writer: each write is one POST of line protocol to /write, acknowledged by HTTP 204
-    once every point is in the cache and its WAL entry fsynced."""
-
-    def __init__(self, session: _Session, db: str, ties: Ties) -> None:
-        self.session, self.ties = session, ties
-        self.path = f"/write?db={db}&precision=ns"
-
-    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        if not rows:
-            return
-        status, raw = self.session.request("POST", self.path, ingest_lines(table, rows, self.ties))
-        if status != 204:
-            raise RuntimeError(f"InfluxDB write failed ({status}): {raw[:500]!r}")
-
-    def close(self) -> None:
-        self.session.close()
 
 
 # -- disk ---------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import os
 import shutil
 import urllib.parse
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -29,7 +29,8 @@ from questdb import Sender, TimestampNanos
 
 from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures
-from tickbench.engines.questdb.schema import CREATE, ROW_LAYOUT, SCHEMA, SYMBOLS, TS_PATTERN, bind, imp_schema
+from tickbench.engines.questdb.schema import CREATE, INGEST, SCHEMA, SYMBOLS, TS_PATTERN, bind, imp_schema
+from tickbench.engines.questdb.writer import Writer
 from tickbench.engines.server import LOOPBACK, InstallStep, ServerEngine, tools_dir
 from tickbench.params import QueryParams
 
@@ -40,9 +41,6 @@ ILP_FLUSH_BYTES = 64 << 20  # one ILP/HTTP request (one WAL transaction) per 64 
 WAL_STATE = "SELECT name, suspended, writerTxn, sequencerTxn, errorMessage FROM wal_tables()"
 
 # -- ingest (tick-latency, stream and durability suites) -------------------------------------
-# The ingest store's tables, in the server's one namespace beside the loaded ones (QuestDB has
-# no databases or schemas): schema.sql's columns under other names.
-INGEST = {t: f"ingest_{t}" for t in TABLES}
 INGEST_READ = {
     "trades": "SELECT * FROM ingest_trades WHERE sym = $sym ORDER BY ts, trade_id",
     "book": "SELECT * FROM ingest_book WHERE sym = $sym ORDER BY ts",
@@ -63,48 +61,6 @@ READER_IDLE_S = 60.0
 
 def jar_path() -> Path:
     return tools_dir() / "questdb" / f"questdb-{VERSION}.jar"
-
-
-class _Writer(IngestClient):
-    """One ingest writer: an ILP/HTTP sender of its own (one keep-alive connection).
-
-    A write is one HTTP request holding rows of one table, which QuestDB commits as one WAL
-    transaction before it answers; ``flush`` returns with that answer, so the rows are
-    committed (under the server's ``cairo.commit.mode``) when :meth:`write` returns. They become
-    visible to queries once QuestDB's WAL apply job has applied the transaction, a little later:
-    :meth:`pending_visibility` says whether it has.
-    """
-
-    def __init__(self, adapter: Adapter, sender: Sender) -> None:
-        self.adapter = adapter
-        self.sender = sender
-        self.written: set[str] = set()
-        self.target: dict[str, int] | None = None
-
-    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        name = INGEST[table]
-        symbols, columns = ROW_LAYOUT[table]
-        row = self.sender.row
-        # Row by row into the sender's buffer: at these write sizes it encodes faster than
-        # Sender.dataframe, whose pandas frame costs ~1 ms before its first row.
-        for r in rows:
-            row(name, symbols={n: r[i] for i, n in symbols}, columns={n: r[i] for i, n in columns},
-                at=TimestampNanos(r[0]))
-        self.written.add(name)
-        self.target = None
-        # transactional: the client refuses a buffer spanning tables, so one write is exactly
-        # one WAL transaction; a failed flush clears the buffer, and nothing is sent twice.
-        self.sender.flush(transactional=True)
-
-    def pending_visibility(self) -> bool:
-        """Whether this writer's transactions, as of the first call after its last write, are
-        not all applied yet."""
-        if self.target is None:
-            self.target = self.adapter._txns(self.written)
-        return self.adapter._pending(self.target)
-
-    def close(self) -> None:
-        self.sender.close(flush=False)  # every write flushed itself; never send implicitly
 
 
 class Adapter(ServerEngine):
@@ -261,12 +217,12 @@ class Adapter(ServerEngine):
 
     # ---- visibility: the WAL apply ----------------------------------------------------------
 
-    def _txns(self, tables: Iterable[str]) -> dict[str, int]:
+    def wal_txns(self, tables: Iterable[str]) -> dict[str, int]:
         """Each of ``tables``' sequencer transaction now: what its committed writes reached."""
         wanted = set(tables)
         return {r["name"]: int(r["sequencerTxn"]) for r in self._rows(WAL_STATE) if r["name"] in wanted}
 
-    def _pending(self, target: dict[str, int]) -> bool:
+    def wal_pending(self, target: dict[str, int]) -> bool:
         """Whether a table's applied transaction (``writerTxn``, what queries see) is still below
         ``target``; a suspended table (its apply failed) raises."""
         pending = False
@@ -279,10 +235,10 @@ class Adapter(ServerEngine):
 
     def _await(self, tables: Iterable[str]) -> None:
         """Note that ``tables`` must be applied up to what is committed now."""
-        self.awaited.update(self._txns(tables))
+        self.awaited.update(self.wal_txns(tables))
 
     def pending_visibility(self) -> bool:
-        if self.awaited and not self._pending(self.awaited):
+        if self.awaited and not self.wal_pending(self.awaited):
             self.awaited = {}
         return bool(self.awaited)
 
@@ -501,7 +457,7 @@ class Adapter(ServerEngine):
             f"http::addr={LOOPBACK}:{self.ports['http']};protocol_version=2;retry_timeout=0;"
             f"auto_flush=off;request_timeout={ILP_REQUEST_TIMEOUT_MS};")
         sender.establish()
-        return _Writer(self, sender)
+        return Writer(self, sender)
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         return self._export(bind(INGEST_READ[table], {"sym": sym}), keep=True).cast(SCHEMAS[table])

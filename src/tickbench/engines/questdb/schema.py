@@ -14,6 +14,9 @@ SYMBOLS = {"trades": ["exchange", "sym", "side"], "book": ["exchange", "sym"]}
 PARAM = re.compile(r"\$([a-z_]+)")
 CREATE = re.compile(r"CREATE TABLE (\w+)")
 COLUMN = re.compile(r"^\s+(\w+) (TIMESTAMP_NS|SYMBOL|DOUBLE|LONG)\b", re.MULTILINE)
+# The ingest store's tables, in the server's one namespace beside the loaded ones (QuestDB has
+# no databases or schemas): schema.sql's columns under other names.
+INGEST = {t: f"ingest_{t}" for t in TABLES}
 # The CSV's `2022-06-01 00:00:06.737770000Z`: /imp cannot detect this format by itself.
 TS_PATTERN = "yyyy-MM-dd HH:mm:ss.SSSUUUNNNz"
 

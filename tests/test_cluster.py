@@ -91,3 +91,10 @@ def test_a_worker_that_cannot_see_the_output_says_so(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match=r"cannot see the output directory .*same path"):
         _gen_task((7, part, 0, str(tmp_path / "not-mounted-here")))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_scheduler_on_localhost_is_not_a_local_cluster() -> None:
+    from tickbench.data.cluster import check_address
+
+    for address in ("localhost:8786", "tcp://localhost:8786", "local:4"):
+        check_address(address)  # accepted: a scheduler address, or a local cluster of 4

@@ -91,3 +91,12 @@ def test_a_worker_that_cannot_see_the_output_says_so(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match=r"cannot see the output directory .*same path"):
         _gen_task((7, part, 0, str(tmp_path / "not-mounted-here")))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_scheduler_on_localhost_is_not_a_local_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("distributed", reason="the cluster extra (pip install 'tickbench[cluster]') is not installed")
+    monkeypatch.setenv("TICKBENCH_CLUSTER_TIMEOUT", "2")
+    address = f"localhost:{_free_port()}"
+    code, text = _invoke("generate", "--scale", "0.01", "--cluster", address, "--out", str(tmp_path / "d"))
+    assert code == 2 and "cannot be reached" in text and "not a local cluster" not in text
+    assert list(tmp_path.iterdir()) == []

@@ -29,6 +29,7 @@ def connect_timeout_s() -> float:
     """Seconds to reach the scheduler and find a worker (``TICKBENCH_CLUSTER_TIMEOUT``, default 10)."""
     return float(os.environ.get("TICKBENCH_CLUSTER_TIMEOUT", "10"))
 
+
 LOCAL = re.compile(r"local:(\d+)")
 INSTALL_HINT = "install it with `pip install 'tickbench[cluster]'` (Dask distributed) on this machine and every worker"
 
@@ -40,7 +41,7 @@ class ClusterError(Exception):
 def check_address(address: str) -> None:
     """Refuse a malformed ``--cluster`` value before anything is generated."""
     m = LOCAL.fullmatch(address)
-    if address.startswith("local") and not (m and int(m.group(1)) >= 1):
+    if (address == "local" or address.startswith("local:")) and not (m and int(m.group(1)) >= 1):
         raise ClusterError(f"--cluster {address} is not a local cluster; give local:N with N >= 1 worker processes")
     if not address.strip():
         raise ClusterError("--cluster: give a scheduler address (tcp://HOST:8786) or local:N")
@@ -72,6 +73,9 @@ def cluster_map(address: str) -> Iterator[Callable[[Callable[[Any], Any], Iterab
     except (OSError, TimeoutError, ValueError) as exc:
         if cluster is not None:
             cluster.close()
+        if m:
+            raise ClusterError(f"--cluster {address} could not start a local Dask cluster ({exc}); "
+                               "use --jobs N instead, or check the Dask installation") from None
         raise ClusterError(
             f"--cluster {address} cannot be reached; no Dask scheduler answered there within {timeout:g} s "
             f"({exc}). Start one with `dask scheduler` (it prints its tcp://HOST:8786 address) and "

@@ -88,6 +88,8 @@ def hash_table(table: pa.Table) -> str:
 CSV_OPTIONS = pacsv.WriteOptions(quoting_style="none")
 
 _POW10 = 10 ** np.arange(19, dtype=np.int64)
+# Trailing decimal zeros of 1..9999 (and 4 for 0, the low four digits of a multiple of 10**4).
+_TRAILING_ZEROS = np.array([4] + [len(str(x)) - len(str(x).rstrip("0")) for x in range(1, 10_000)], np.int8)
 
 
 def _csv_write_size(table: pa.Table) -> int:
@@ -135,22 +137,13 @@ def _float_text_bytes(values: np.ndarray) -> int:
     # exact as k < 10**15), plus the point; a zero fraction writes neither.
     frac = (k - whole * 1e8).astype(np.int32)
     nonzero = int(np.count_nonzero(frac))
-    zero = v.size - nonzero
-    total += 9 * nonzero
-    stripped = 0  # trailing zeros every fraction has (a column of prices in cents has 6)
-    for step in (6, 3):
-        p = np.int32(10**step)
-        if stripped + step <= 7 and not np.any(frac % p):
-            total -= step * nonzero
-            frac //= p
-            stripped += step
-    for _ in range(stripped + 1, 8):
-        divisible = frac % np.int32(10) == 0
-        count = int(np.count_nonzero(divisible)) - zero  # fractions with >= j trailing zeros
-        if count == 0:
-            break
-        total -= count
-        frac = frac[divisible] // np.int32(10)  # only those can have more
+    # Trailing zeros of each non-zero fraction, from a table of those of its low four digits,
+    # and of its high four where the low ones are all zero.
+    low = frac % np.int32(10_000)
+    trailing = int(_TRAILING_ZEROS.take(low).sum(dtype=np.int64)) - 4 * (v.size - nonzero)
+    high = frac[low == 0] // np.int32(10_000)
+    trailing += int(_TRAILING_ZEROS.take(high[high != 0]).sum(dtype=np.int64))
+    total += 9 * nonzero - trailing
     total += int(np.count_nonzero(v < 0))
     return total + other
 

@@ -85,7 +85,8 @@ def t_vwap(ds: Dataset, p: QueryParams) -> pl.DataFrame:
 
 def _latest_at(lf: pl.LazyFrame, t: int) -> dict[str, Any] | None:
     """The row of ``lf`` with the greatest ts at or before ``t`` (ts as integer ns), or None."""
-    at = _collect(lf.filter(pl.col("ts") <= pl.lit(t).cast(TS)).sort("ts").tail(1))
+    # top_k keeps one row per batch, where a sort would hold every row at or before t
+    at = _collect(lf.filter(pl.col("ts") <= pl.lit(t).cast(TS)).top_k(1, by="ts"))
     return at.with_columns(pl.col("ts").cast(pl.Int64)).row(0, named=True) if at.height else None
 
 

@@ -96,9 +96,13 @@ def o_t(ds: Dataset, p: QueryParams) -> pl.DataFrame:
     month = p.days("month")
     rows = []
     for t in p.ot_times:
-        # a day's partition holds that day's rows: later days cannot hold rows at or before t
+        # A day's partition holds that day's rows: later days cannot hold rows at or before t,
+        # and a row of t's own day at or before t is later than any earlier day's. So t's day
+        # is read first, and the earlier days only when it has no such row.
         days = [d for d in month if _day_ns(d) <= t]
-        r = _latest_at(_scan(ds, "book", days, ["ts", *cols], p.symbol), t)
+        r = _latest_at(_scan(ds, "book", days[-1:], ["ts", *cols], p.symbol), t)
+        if r is None and len(days) > 1:
+            r = _latest_at(_scan(ds, "book", days[:-1], ["ts", *cols], p.symbol), t)
         if r is not None:
             rows.append({"t": t, **r})
     out = pl.DataFrame(rows, schema={"t": pl.Int64, "ts": pl.Int64, **{c: pl.Float64 for c in cols}})

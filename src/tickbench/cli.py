@@ -42,8 +42,8 @@ DEFAULT_SEED = 7
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="tickbench: benchmark time-series databases on market data.")
-console = Console()
-err = Console(stderr=True)
+console = Console(emoji=False)
+err = Console(stderr=True, emoji=False)  # error text such as 'local:x' is not an emoji code
 
 
 def fail(message: str) -> typer.Exit:

@@ -85,7 +85,8 @@ def t_vwap(ds: Dataset, p: QueryParams) -> pl.DataFrame:
 
 def _latest_at(lf: pl.LazyFrame, t: int) -> dict[str, Any] | None:
     """The row of ``lf`` with the greatest ts at or before ``t`` (ts as integer ns), or None."""
-    at = _collect(lf.filter(pl.col("ts") <= pl.lit(t).cast(TS)).sort("ts").tail(1))
+    # top_k keeps one row per batch, where a sort would hold every row at or before t
+    at = _collect(lf.filter(pl.col("ts") <= pl.lit(t).cast(TS)).top_k(1, by="ts"))
     return at.with_columns(pl.col("ts").cast(pl.Int64)).row(0, named=True) if at.height else None
 
 
@@ -95,9 +96,13 @@ def o_t(ds: Dataset, p: QueryParams) -> pl.DataFrame:
     month = p.days("month")
     rows = []
     for t in p.ot_times:
-        # a day's partition holds that day's rows: later days cannot hold rows at or before t
+        # A day's partition holds that day's rows: later days cannot hold rows at or before t,
+        # and a row of t's own day at or before t is later than any earlier day's. So t's day
+        # is read first, and the earlier days only when it has no such row.
         days = [d for d in month if day_ns(d) <= t]
-        r = _latest_at(_scan(ds, "book", days, ["ts", *cols], p.symbol), t)
+        r = _latest_at(_scan(ds, "book", days[-1:], ["ts", *cols], p.symbol), t)
+        if r is None and len(days) > 1:
+            r = _latest_at(_scan(ds, "book", days[:-1], ["ts", *cols], p.symbol), t)
         if r is not None:
             rows.append({"t": t, **r})
     out = pl.DataFrame(rows, schema={"t": pl.Int64, "ts": pl.Int64, **{c: pl.Float64 for c in cols}})

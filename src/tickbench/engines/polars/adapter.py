@@ -121,7 +121,9 @@ class Store:
         i = int(ts.search_sorted(ns(t), side="right")) - 1
         if i < 0 or ts[i] < ns(start):
             return self.frames[key].clear()
-        return self.frames[key].slice(i, 1)
+        # gather copies the row; a slice would be a view of the whole frame's buffers, and an
+        # answer holding it would carry them (GBs at SF 1) when it is sent to the runner
+        return self.frames[key][[i]]
 
 
 def bindings(raw: dict[str, Any]) -> dict[str, Any]:

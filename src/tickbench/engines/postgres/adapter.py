@@ -106,6 +106,8 @@ class Adapter(ServerEngine):
     #: The tables (run before each load), their indexes and statistics (run after it; ``None``:
     #: the schema made them), and the ingest store's indexes; in the engine's folder, else here.
     schema_file: ClassVar[str] = "schema.sql"
+    #: Run after the schema: an engine's own layer over the plain tables (e.g. hypertables).
+    table_options_file: ClassVar[str | None] = None
     index_file: ClassVar[str | None] = "indexes.sql"
     ingest_index_file: ClassVar[str] = "ingest.sql"
     #: Whether a load's COPY follows a TRUNCATE in its transaction and FREEZEs the rows (heap tables).
@@ -248,6 +250,8 @@ class Adapter(ServerEngine):
         if self.extension:
             c.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(self.extension)))
         c.execute(self.engine_file(self.schema_file))
+        if self.table_options_file:
+            c.execute(self.engine_file(self.table_options_file))
 
     def _copy_tables(self, dbname: str, sources: dict[str, Callable[[], Iterator[bytes]]], fmt: str) -> None:
         """COPY each table's data (``sources[table]()`` yields COPY data in ``fmt``) on its

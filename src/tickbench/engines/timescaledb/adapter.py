@@ -1,7 +1,7 @@
 """TimescaleDB 2.28 on Debian's PostgreSQL 15: the PostgreSQL engine's server machinery (its
 own cluster under ``<workdir>/pgdata``, its own port, the service user, binary COPY from Arrow)
 with ``shared_preload_libraries = 'timescaledb'`` and telemetry off, hypertables by day on
-``ts`` (``schema.sql``), and the loaded month compressed into the columnstore before the
+``ts`` (``hypertables.sql``), and the loaded month compressed into the columnstore before the
 queries run. The extension is built from its source release by :mod:`.install`.
 """
 
@@ -32,7 +32,8 @@ COLUMNSTORE_SETTINGS = ("SELECT hypertable::text, segmentby, orderby "
 
 class Adapter(pg.Adapter):
     """PostgreSQL with TimescaleDB: hypertables, the loaded data in the columnstore. Its files
-    (schema.sql, ingest.sql, ingest_latest.sql, queries/) are this folder's."""
+    (hypertables.sql, ingest.sql, ingest_latest.sql, queries/) are this folder's; the plain tables
+    are PostgreSQL's schema.sql."""
 
     server_name = "timescaledb"
     port_env = "TICKBENCH_TIMESCALEDB_PORT"  # a fixed port instead of a free one (refused if taken)
@@ -42,7 +43,9 @@ class Adapter(pg.Adapter):
         "timescaledb.telemetry_level": "off",
     }
     extension = "timescaledb"
-    index_file = None  # the compressed chunks index their batches themselves (schema.sql)
+    # PostgreSQL's tables (its schema.sql), then this folder's hypertables and columnstore settings.
+    table_options_file = "hypertables.sql"
+    index_file = None  # the compressed chunks index their batches themselves (hypertables.sql)
     copy_freeze = False  # COPY routes rows into chunks it creates: there is no table to TRUNCATE
     size_sql = "SELECT hypertable_size(%s)"  # every chunk: compressed data, TOAST, indexes
 

@@ -1,4 +1,4 @@
--- The ingest store (tick-latency, stream and durability suites): the hypertables of schema.sql
+-- The ingest store (tick-latency, stream and durability suites): the hypertables of hypertables.sql
 -- in database "ingest", their rows kept in the rowstore (fresh ticks are not compressed while
 -- they stream in; a columnstore policy would convert chunks once they are older than a day),
 -- and one btree per table on (sym, ts DESC), as Timescale advises for "by instrument, newest

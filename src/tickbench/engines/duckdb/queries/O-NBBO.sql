@@ -1,15 +1,66 @@
--- One probe per (time, venue), each matched by ASOF to that venue's latest snapshot.
-WITH x AS (
-    SELECT exchange, ts, b1price, a1price
-    FROM book
-    WHERE sym = $sym AND ts >= $multi_start AND ts < $multi_end
+-- Ten NBBO probes, each a bounded lookup per venue: every venue's latest snapshot at or before t
+-- is looked for in the last minute, else the last hour, else the day so far, so a (probe, venue)
+-- reads a row group or two (zone maps on the (sym, exchange, ts) order) whatever the day's
+-- length. The ten last minutes are one scan (their OR is pushed into the scan's zone-map
+-- filter); the (probe, venue) pairs that find nothing there look further back, each level's
+-- bounds a scalar subquery that DuckDB pushes into its scan as a dynamic filter, so a level with
+-- nothing to find reads no row group. The venues come from the data (S's exchanges on X: one
+-- DISTINCT over the dictionary-compressed exchange column).
+WITH venues AS MATERIALIZED (
+    SELECT DISTINCT exchange FROM book WHERE sym = $sym AND ts >= $multi_start AND ts < $multi_end
 ),
-probes AS (
-    SELECT t, exchange
-    FROM (SELECT unnest($nbbo_times) AS t) CROSS JOIN (SELECT DISTINCT exchange FROM x)
+pv AS MATERIALIZED (
+    SELECT t, exchange FROM (SELECT unnest($nbbo_times) AS t) CROSS JOIN venues
+),
+m AS (
+    SELECT exchange, ts, b1price, a1price FROM book
+    WHERE sym = $sym AND ts >= $multi_start AND ts < $multi_end
+      AND ((ts > $nbbo_times[1] - INTERVAL 1 MINUTE AND ts <= $nbbo_times[1])
+         OR (ts > $nbbo_times[2] - INTERVAL 1 MINUTE AND ts <= $nbbo_times[2])
+         OR (ts > $nbbo_times[3] - INTERVAL 1 MINUTE AND ts <= $nbbo_times[3])
+         OR (ts > $nbbo_times[4] - INTERVAL 1 MINUTE AND ts <= $nbbo_times[4])
+         OR (ts > $nbbo_times[5] - INTERVAL 1 MINUTE AND ts <= $nbbo_times[5])
+         OR (ts > $nbbo_times[6] - INTERVAL 1 MINUTE AND ts <= $nbbo_times[6])
+         OR (ts > $nbbo_times[7] - INTERVAL 1 MINUTE AND ts <= $nbbo_times[7])
+         OR (ts > $nbbo_times[8] - INTERVAL 1 MINUTE AND ts <= $nbbo_times[8])
+         OR (ts > $nbbo_times[9] - INTERVAL 1 MINUTE AND ts <= $nbbo_times[9])
+         OR (ts > $nbbo_times[10] - INTERVAL 1 MINUTE AND ts <= $nbbo_times[10]))
+),
+q1 AS MATERIALIZED (
+    SELECT pv.t, pv.exchange, m.ts, m.b1price, m.a1price
+    FROM pv ASOF LEFT JOIN m ON pv.exchange = m.exchange AND pv.t >= m.ts
+),
+miss1 AS MATERIALIZED (
+    SELECT t, exchange FROM q1 WHERE ts IS NULL OR ts <= t - INTERVAL 1 MINUTE
+),
+h AS (
+    SELECT exchange, ts, b1price, a1price FROM book
+    WHERE sym = $sym AND ts >= $multi_start AND ts < $multi_end
+      AND ts > (SELECT coalesce(min(t), $multi_end) - INTERVAL 1 HOUR FROM miss1)
+      AND ts <= (SELECT coalesce(max(t), $multi_start) FROM miss1)
+),
+q2 AS MATERIALIZED (
+    SELECT miss1.t, miss1.exchange, h.ts, h.b1price, h.a1price
+    FROM miss1 ASOF LEFT JOIN h ON miss1.exchange = h.exchange AND miss1.t >= h.ts
+),
+miss2 AS MATERIALIZED (
+    SELECT t, exchange FROM q2 WHERE ts IS NULL OR ts <= t - INTERVAL 1 HOUR
+),
+d AS (
+    SELECT exchange, ts, b1price, a1price FROM book
+    WHERE sym = $sym AND ts >= $multi_start AND ts < $multi_end
+      AND ts <= (SELECT coalesce(max(t), $multi_start - INTERVAL 1 MICROSECOND) FROM miss2)
+),
+q3 AS (
+    SELECT miss2.t, d.b1price, d.a1price
+    FROM miss2 ASOF JOIN d ON miss2.exchange = d.exchange AND miss2.t >= d.ts
 )
-SELECT p.t, max(x.b1price) AS nbb, min(x.a1price) AS nbo
-FROM probes p
-ASOF JOIN x ON p.exchange = x.exchange AND p.t >= x.ts
-GROUP BY p.t
-ORDER BY p.t;
+SELECT t, max(b1price) AS nbb, min(a1price) AS nbo FROM (
+    SELECT t, b1price, a1price FROM q1 WHERE ts > t - INTERVAL 1 MINUTE
+    UNION ALL
+    SELECT t, b1price, a1price FROM q2 WHERE ts > t - INTERVAL 1 HOUR
+    UNION ALL
+    FROM q3
+)
+GROUP BY t
+ORDER BY t;

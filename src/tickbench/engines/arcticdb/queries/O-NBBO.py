@@ -1,4 +1,4 @@
-"""QueryBuilder: date_range [t - w, t] per probe, w = 1 min, 1 h, the day so far (read_batch), groupby for the venues; Polars: each venue's last row, max bid / min ask."""
+"""QueryBuilder: date_range [t - w, t] per probe, w = 1 min, 1 h, day (read_batch), venues by groupby; Polars: last."""
 
 # A read decodes every segment its date_range touches, so each probe first reads its last minute
 # (index-pruned to a segment or two) and only the probes that miss a venue of S on X look further
@@ -29,7 +29,8 @@ def query(store: Store, params: dict[str, Any]) -> pl.DataFrame:
         if not pending:
             break
         lows = [start if lookback is None else max(start, t - lookback) for t in pending]
-        requests = [ReadRequest(symbol, date_range=(lo, t), columns=COLUMNS) for lo, t in zip(lows, pending, strict=True)]
+        requests = [ReadRequest(symbol, date_range=(lo, t), columns=COLUMNS)
+                    for lo, t in zip(lows, pending, strict=True)]
         for t, frame in zip(pending, store.read_batch(requests), strict=True):
             quotes[t] = frame.group_by("exchange").agg(pl.col("b1price", "a1price").last())
         pending = [t for t in pending if quotes[t].height < venues]

@@ -273,6 +273,12 @@ class Engine(ABC):
         one an external endpoint's server reports."""
         return self.probe()
 
+    def check_endpoint_only(self) -> None:  # noqa: B027 - optional: only endpoint engines check
+        """With an external endpoint: connect, check that it answers and holds no table of
+        tickbench's names that tickbench did not create (raise :class:`EngineUnavailable`
+        naming them), disconnect; nothing is created or dropped. The runner calls it before
+        anything loads. Without one: nothing."""
+
     def endpoint_info(self) -> dict[str, Any] | None:
         """What results record of an external endpoint (address, the server's own version,
         where tickbench's tables went; never credentials); ``None`` for tickbench's own."""

@@ -29,7 +29,7 @@ tickbench never stops a process it did not start, and never listens on anything 
 also runs against a server the user runs, given as :attr:`Engine.endpoint`. Then ``start()``
 starts nothing: it takes the endpoint's port as the first of :attr:`port_names`, checks once
 that the server answers (:meth:`ready`; a message naming the engine and the endpoint if not),
-:meth:`connect`\ s, and refuses tables of tickbench's names that tickbench did not create
+connects (:meth:`connect`), and refuses tables of tickbench's names that tickbench did not create
 (:meth:`check_endpoint`). ``stop()`` drops tickbench's own tables (:meth:`drop_own`) unless the
 endpoint keeps them, and ends no process; :meth:`memory_pids` is empty (the server's memory is
 not ours to sample); :meth:`restart_with` is refused (a server-wide setting). The adapter adds:
@@ -587,6 +587,13 @@ class ServerEngine(Engine):
                 f"(it carries no tickbench marker), so tickbench will not write to or drop it: rename or drop "
                 f"it yourself, or give tickbench another {self.namespace_kind} with namespace = \"...\" under "
                 f"[endpoints.{endpoint.engine}] in the --config file")
+
+    def check_endpoint_only(self) -> None:
+        if self.endpoint is None:
+            return
+        self._start_external(self.endpoint)
+        self.disconnect()
+        self.attached = False
 
     def start_shared(self) -> None:
         """Attach to the server another worker started over the same working directory (a

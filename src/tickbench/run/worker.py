@@ -83,7 +83,9 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
         adapter.stop()
         return {}
     if op == "info":
-        return {"version": adapter.probe(), "settings": adapter.settings()}
+        endpoint = adapter.endpoint_info()  # an external endpoint's address and server version
+        return {"version": adapter.version(), "settings": adapter.settings(),
+                **({"endpoint": endpoint} if endpoint else {})}
     if op == "load":
         if "kill_server_load" in faults(adapter.info.name):
             kill_servers(adapter, float(faults(adapter.info.name)["kill_server_load"]))

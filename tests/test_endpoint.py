@@ -326,3 +326,69 @@ def test_questdb_endpoint_runs_verifies_refuses_and_drops(questdb: QuestDB, tiny
         assert questdb.proc.poll() is None and questdb.proc.pid == pid
     finally:
         questdb.sql("DROP TABLE IF EXISTS trades")
+
+
+# -- InfluxDB -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def influxdb() -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """influxd 1.8 (the binary `tickbench install influxdb` built) started here: a temporary
+    root, every listener on 127.0.0.1 and a free port."""
+    from tickbench.engines.server import tools_dir
+
+    binary = tools_dir() / "influxdb" / "influxd"
+    if not binary.is_file():
+        pytest.skip("InfluxDB is not installed (`tickbench install influxdb`)")
+    root = Path(tempfile.mkdtemp(prefix="tb-ext-influx-"))
+    http, rpc = _free_port(), _free_port()
+    conf = root / "influxd.toml"
+    conf.write_text(f'reporting-disabled = true\nbind-address = "127.0.0.1:{rpc}"\n[meta]\n  dir = "{root}/meta"\n'
+                    f'[data]\n  dir = "{root}/data"\n  wal-dir = "{root}/wal"\n  query-log-enabled = false\n'
+                    f'[monitor]\n  store-enabled = false\n[http]\n  bind-address = "127.0.0.1:{http}"\n'
+                    '  log-enabled = false\n')
+    with open(root / "server.log", "ab") as log:
+        proc = subprocess.Popen([str(binary), "-config", str(conf)], stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{http}/ping", timeout=5).close()
+                break
+            except Exception:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError((root / "server.log").read_text()[-2000:]) from None
+                time.sleep(0.3)
+        yield http, proc
+    finally:
+        _stop(proc)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _influx(http: int, query: str) -> list[Any]:
+    data = urllib.parse.urlencode({"q": query}).encode()
+    with urllib.request.urlopen(f"http://127.0.0.1:{http}/query", data=data, timeout=60) as resp:
+        doc = json.loads(resp.read())
+    return [v[0] for r in doc["results"] for s in r.get("series", []) for v in s.get("values") or []]
+
+
+def test_influxdb_endpoint_runs_verifies_refuses_and_drops(influxdb: tuple[int, subprocess.Popen[bytes]],
+                                                            tiny_dir: Path, tmp_path: Path) -> None:
+    http, proc = influxdb
+    pid = proc.pid
+    endpoint = f"influxdb=127.0.0.1:{http}"
+    _influx(http, "CREATE DATABASE tickbench")  # the user's database of that name: refused, kept
+    done = _tickbench("--engines", "influxdb", "--endpoint", endpoint, "--data", str(tiny_dir),
+                      "--out", str(tmp_path / "refused"), "--repetitions", "1")
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "database tickbench" in " ".join(done.stderr.split())
+    assert "tickbench" in _influx(http, "SHOW DATABASES")
+    _influx(http, "DROP DATABASE tickbench")
+    done = _tickbench("--engines", "influxdb", "--endpoint", endpoint, "--data", str(tiny_dir),
+                      "--out", str(tmp_path / "run"), "--repetitions", "1")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    info = _check_results(tmp_path / "run", "influxdb", http, "no-secret-here-" + "x" * 8)
+    assert info["endpoint"]["server_version"].startswith("InfluxDB 1.8")
+    assert "tickbench" not in _influx(http, "SHOW DATABASES")
+    assert proc.poll() is None and proc.pid == pid

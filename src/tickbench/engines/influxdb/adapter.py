@@ -8,10 +8,15 @@ The ingest capability (tick-latency, stream and durability suites) writes line p
 row by row to a database of its own per ingest store, over one keep-alive HTTP connection per
 writer; a write returns on InfluxDB's 204, which comes only after the WAL entry holding the
 points has been fsynced (see :data:`WAL_FSYNC_DELAYS`).
+
+On an external endpoint (``--endpoint influxdb=HOST:PORT``) tickbench's data go in a database of
+its own (default ``tickbench``), marked by a measurement ``tickbench_marker`` written when it is
+created; the queries name no database (it is the request's ``db``), so they run as written.
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
@@ -50,6 +55,8 @@ COUNT = "SELECT count(price) FROM trades; SELECT count(b1price) FROM book"
 PARAM = re.compile(r"\$([a-z_0-9]+)")
 WRITERS = 3  # concurrent /write requests: the server parses each request on one core
 SETTLE_TIMEOUT_S = 3600.0
+# The measurement that marks a database of an external endpoint as tickbench's own.
+MARKER = "tickbench_marker"
 INGEST_PREFIX = "ingest_"  # ingest databases are ingest_<random hex>, one per store
 # The durability settings: the server's [data] wal-fsync-delay, read only at startup.
 #
@@ -100,6 +107,8 @@ class Adapter(ServerEngine):
     ingest_durable: ClassVar[frozenset[str]] = frozenset(ingest_durability)
     ingest_db: str | None = None  # the open ingest store's database
     _ties: Ties
+    external_endpoint = True  # a database of its own, marked (see the module docstring)
+    namespace_kind = "database"
 
     # -- installation -------------------------------------------------------------------
 
@@ -155,11 +164,51 @@ class Adapter(ServerEngine):
 
     def _request(self, method: str, path: str, body: bytes | memoryview | None = None,
                  headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-        conn = http.client.HTTPConnection(LOOPBACK, self.http_port, timeout=None)
+        conn = http.client.HTTPConnection(self.host, self.http_port, timeout=None)
         try:
-            conn.request(method, path, body=body, headers=headers or {})
+            conn.request(method, path, body=body, headers={**self._auth(), **(headers or {})})
             resp = conn.getresponse()
             return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    # -- an external endpoint: a database of tickbench's own, marked --------------------------
+
+    @property
+    def db(self) -> str:
+        """The loaded data's database: ``tickbench``, or the endpoint's namespace."""
+        return self.namespace if self.endpoint else DB
+
+    def _auth(self) -> dict[str, str]:
+        endpoint = self.endpoint
+        if endpoint is None or endpoint.user is None:
+            return {}
+        token = base64.b64encode(f"{endpoint.user}:{endpoint.password() or ''}".encode()).decode()
+        return {"Authorization": f"Basic {token}"}
+
+    def _measurements(self, db: str) -> list[str]:
+        return [v[0] for r in self._query("SHOW MEASUREMENTS", db=db) for s in r.get("series", [])
+                for v in s["values"]]
+
+    def foreign_tables(self) -> list[str]:
+        if self.namespace not in self._databases():
+            return []
+        found = self._measurements(self.namespace)
+        if MARKER in found:
+            return []
+        return [f"database {self.namespace}" + (f" (measurements {', '.join(found[:5])})" if found else "")]
+
+    def drop_own(self) -> None:
+        if self.namespace in self._databases() and MARKER in self._measurements(self.namespace):
+            self._query(f'DROP DATABASE "{self.namespace}"', db="")
+
+    def server_version(self) -> str:
+        conn = http.client.HTTPConnection(self.host, self.http_port, timeout=60)
+        try:
+            conn.request("GET", "/ping", headers=self._auth())
+            resp = conn.getresponse()
+            resp.read()
+            return f"InfluxDB {resp.getheader('X-Influxdb-Version', 'unknown')}"
         finally:
             conn.close()
 
@@ -213,10 +262,12 @@ class Adapter(ServerEngine):
 
     # -- loading ------------------------------------------------------------------------
 
-    def _load_frames(self, db: str, frames: Iterable[tuple[str, pl.DataFrame]], expected: int) -> int:
+    def _load_frames(self, db: str, frames: Iterable[tuple[str, pl.DataFrame]], expected: int,
+                     create: bool = True) -> int:
         """Write ``(table, frame)`` pairs into a fresh database ``db``; check that every row
         came back as a point (a point with the same series and time would replace another)."""
-        self._create(db)
+        if create:
+            self._create(db)
         self._write_all(db, line_batches(frames))
         rows = self._count(db)
         if rows != expected:
@@ -232,9 +283,15 @@ class Adapter(ServerEngine):
         days = self.params.load_days()
         expected = self.dataset.sizes(days)["rows"]
         frames = (fr for t in TABLES for fr in self._parquet_frames(t, days))
-        rows = self._load_frames(DB, frames, expected)
-        self._settle(DB)
-        return rows
+        if self.endpoint is None:
+            rows = self._load_frames(DB, frames, expected)
+            self._settle(DB)
+            return rows
+        # The user's server: its files are not ours to watch settle (see METHODOLOGY.md).
+        self.check_endpoint()
+        self._create(self.db)
+        self._write(self.db, f"{MARKER} created=1i".encode())
+        return self._load_frames(self.db, frames, expected, create=False)
 
     def _settle(self, db: str) -> None:
         """Wait until InfluxDB has snapshotted the cache of ``db`` to TSM files and fully
@@ -314,7 +371,7 @@ class Adapter(ServerEngine):
         header = parse_header(text)
         binds = influx_bindings(self.params.bindings())
         used = {name: binds[name] for name in PARAM.findall(text)}
-        results = self._query(text, params=used)
+        results = self._query(text, db=self.db, params=used)
         probes = self.params.bindings()[header.probe[1]] if header.probe else None
         table = to_table(results, header.renames, BY_ID[qid].columns,
                          header.probe[0] if header.probe else None, probes)
@@ -405,6 +462,8 @@ class Adapter(ServerEngine):
     def settings(self) -> dict[str, Any]:
         keys = ("index-version", "wal-fsync-delay", "cache-snapshot-write-cold-duration",
                 "compact-full-write-cold-duration", "max-concurrent-compactions")
+        if self.endpoint is not None:  # the user's server: its configuration is not ours to read
+            return {"shard_duration": "1d", "batch_bytes": BATCH_BYTES, "writers": WRITERS, "settled": False}
         conf = (self.root / "influxd.toml").read_text() if (self.root / "influxd.toml").exists() else ""
         found = {k: v.strip().strip('"') for k, v in re.findall(r"^\s*([a-z-]+)\s*=\s*(.+)$", conf, re.M)}
         out: dict[str, Any] = {k: found.get(k, "default") for k in keys}

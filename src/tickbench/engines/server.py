@@ -21,8 +21,8 @@ ingest-store marker, reader pool       ``ingest_*``: its schema, writes and read
 =====================================  ===========================================================
 
 Readiness is polled here, by :meth:`ServerProcess.wait_ready`: lifecycle machinery on the
-runner's side (like the runner's clock), not an adapter's I/O. (One adapter still reaches it
-for something else: InfluxDB waits through it for its store to settle after a load.)
+runner's side (like the runner's clock), not an adapter's I/O; adapters never call it (a store
+that settles after a load says so through ``pending_settle()``, and the runner waits).
 tickbench never stops a process it did not start, and never listens on anything but 127.0.0.1.
 """
 
@@ -252,8 +252,7 @@ class ServerProcess:
         when set); a server that does not answer in time is stopped.
 
         Lifecycle machinery on the runner's side (like the runner's clock), called by
-        :meth:`ServerEngine.start`; InfluxDB's adapter also waits for its store to settle
-        through it (see its README)."""
+        :meth:`ServerEngine.start` only, never from an adapter."""
         timeout = start_timeout(timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -7,7 +7,7 @@ every server shares, so that an adapter keeps only what is its engine's own:
 the base (this module)                 the adapter (``engines/<name>/adapter.py``)
 =====================================  ===========================================================
 ``install()``: staging directory,      :meth:`~ServerEngine.installed`,
-error tails                            :meth:`~ServerEngine.install_steps`,
+error tails; ``require_installed()``   :meth:`~ServerEngine.install_steps`,
                                        :meth:`~ServerEngine.install_staged`, ``probe()``
 ``start()``: service user, reachable   :meth:`~ServerEngine.prepare`: its config file and argv;
 working directory, free ports, start,  :meth:`~ServerEngine.ready`: its readiness check;
@@ -404,6 +404,13 @@ class ServerEngine(Engine):
     def installed(cls) -> bool:
         """Whether the engine's binaries are in place (then install() does nothing)."""
         raise NotImplementedError
+
+    @classmethod
+    def require_installed(cls) -> None:
+        """Raise :class:`EngineUnavailable`, naming the install command, when not :meth:`installed`
+        (the first check of every server engine's ``probe()``)."""
+        if not cls.installed():
+            raise EngineUnavailable(f"not installed; run `tickbench install {cls.info.name}`")
 
     @classmethod
     def install_steps(cls, stage: Path) -> list[InstallStep]:

@@ -110,8 +110,7 @@ class Adapter(ServerEngine):
 
     @classmethod
     def probe(cls) -> str:
-        if not cls.installed():
-            raise EngineUnavailable("not installed; run `tickbench install influxdb`")
+        cls.require_installed()
         # "InfluxDB v1.8.10 (git: unknown unknown)"
         return run_tool([str(bin_dir() / "influxd"), "version"]).split()[1].lstrip("v")
 

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from psycopg import sql
 
 from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures
+from tickbench.engines.base import IngestClient, LoadFigures
 from tickbench.engines.postgres import pgcopy
 from tickbench.engines.postgres.pgcopy import result_arrow
 from tickbench.engines.postgres.writer import Writer
@@ -140,8 +140,7 @@ class Adapter(ServerEngine):
 
     @classmethod
     def probe(cls) -> str:
-        if not cls.installed():
-            raise EngineUnavailable(f"not installed; run `tickbench install {cls.info.name}`")
+        cls.require_installed()
         out = run_tool([str(bin_dir() / "postgres"), "--version"])
         # "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"
         return out.split()[2]

@@ -17,7 +17,7 @@ from tickbench.reference import ReferenceAnswers
 from tickbench.results import Dataset as DatasetInfo
 from tickbench.results import Record, Results, read_results
 from tickbench.run import environment
-from tickbench.run.cell import CellContext, Protocol
+from tickbench.run.cell import CellContext, PhaseClock, Protocol
 from tickbench.run.memory import own_peak_rss
 from tickbench.suites.base import OptionError, Options, Suite
 from tickbench.suites.registry import suites as all_suites
@@ -156,8 +156,12 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
             continue
         done = len(cells) - len(todo_all)
 
-        def on_record(rec: Record, name: str = name, total: int = len(cells)) -> None:
+        meta: dict[str, Any] = {}
+        clock = PhaseClock(meta)
+
+        def on_record(rec: Record, name: str = name, total: int = len(cells), clock: PhaseClock = clock) -> None:
             nonlocal done
+            clock.lap(rec.benchmark)
             results.records.append(rec)
             results.write(results_path)
             done += 1
@@ -174,7 +178,6 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
         workdir = cfg.out / "work" / name
         if workdir.exists():
             shutil.rmtree(workdir)
-        meta: dict[str, Any] = {}
         for suite in cfg.suites():
             todo = [b for s, b in todo_all if s is suite]
             if not todo:
@@ -182,7 +185,7 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
             ctx = CellContext(suite=suite, info=infos[name], engine=cls, ds=ds, params=params, refs=refs,
                               workdir=workdir / suite.name, protocol=protocol, opts=cfg.opts(suite.name),
                               seed=cfg.seed, on_record=on_record, shared=shared.setdefault(suite.name, {}),
-                              meta=meta)
+                              meta=meta, clock=clock)
             reason = suite.requires(cls, infos[name])
             if reason is not None:
                 for bench in todo:

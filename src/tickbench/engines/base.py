@@ -13,7 +13,9 @@ The folder name is the engine's CLI name, results key and test id. Adapters do I
 runner (:mod:`tickbench.run`) owns the clock, the repetitions, the timeouts and the memory
 measurement. An adapter never times, sleeps, polls, retries or flushes caches: an engine that
 makes acknowledged writes visible later says so through :meth:`Engine.pending_visibility`
-(and :meth:`IngestClient.pending_visibility`), and the runner waits.
+(and :meth:`IngestClient.pending_visibility`), one that goes on working on its store after a
+call returned (compaction) says so through :meth:`Engine.pending_settle`, and the runner waits
+(:mod:`tickbench.run.visibility`).
 
 The runner reads what an engine can do from declared capabilities and flags (``persistent``,
 ``has_server``, ``concurrency_model``, and the optional methods below, each with a default),
@@ -259,9 +261,17 @@ class Engine(ABC):
         """The engine's own simplest bulk path on the same files, for comparison with W."""
         raise NotImplementedError
 
+    def storage_load(self) -> None:  # noqa: B027 - optional: most engines measure the loaded store
+        """SE's preparation, when the store SE measures is not the loaded one (e.g. a fresh
+        database holding the 30-day period alone): write it, and return without waiting for
+        the engine to settle. The runner calls it, waits while :meth:`pending_visibility` or
+        :meth:`pending_settle` answers ``True``, then calls :meth:`storage_bytes`. The default
+        writes nothing."""
+
     def storage_bytes(self) -> dict[str, int]:
         """SE: bytes the engine uses on disk for the loaded 30-day period, after it has
-        settled, keyed by what was measured (e.g. ``{"database_file": n}``)."""
+        settled (the runner waited for :meth:`pending_settle`), keyed by what was measured
+        (e.g. ``{"database_file": n}``)."""
         raise NotImplementedError
 
     def settings(self) -> dict[str, Any]:
@@ -321,6 +331,18 @@ class Engine(ABC):
         (:func:`tickbench.run.visibility.wait_visible`) after :meth:`load`, :meth:`bulk_load`,
         :meth:`baseline_load`, :meth:`set_params` and :meth:`ingest_open`, and raises if the
         engine reports a write it cannot apply. The default is ``False``."""
+        return False
+
+    def pending_settle(self) -> bool:
+        """Whether the engine still does work, after a call returned, that the runner must
+        wait for before it goes on: work on the store it runs in the background once its
+        writes are acknowledged and visible, which changes what queries and SE measure (e.g.
+        InfluxDB snapshots its cache to TSM files and compacts each shard to one generation).
+        Like :meth:`pending_visibility`, it answers at once (one look at the store at most) and
+        never waits: the runner polls it with its own clock
+        (:func:`tickbench.run.visibility.wait_settled`) after :meth:`load` (inside the load's
+        timed interval) and after :meth:`storage_load`, before :meth:`storage_bytes`. The
+        default is ``False``: nothing left to do once a call returns."""
         return False
 
     def set_params(self, params: QueryParams) -> None:

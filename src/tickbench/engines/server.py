@@ -7,7 +7,7 @@ every server shares, so that an adapter keeps only what is its engine's own:
 the base (this module)                 the adapter (``engines/<name>/adapter.py``)
 =====================================  ===========================================================
 ``install()``: staging directory,      :meth:`~ServerEngine.installed`,
-error tails                            :meth:`~ServerEngine.install_steps`,
+error tails; ``require_installed()``   :meth:`~ServerEngine.install_steps`,
                                        :meth:`~ServerEngine.install_staged`, ``probe()``
 ``start()``: service user, reachable   :meth:`~ServerEngine.prepare`: its config file and argv;
 working directory, free ports, start,  :meth:`~ServerEngine.ready`: its readiness check;
@@ -21,8 +21,8 @@ ingest-store marker, reader pool       ``ingest_*``: its schema, writes and read
 =====================================  ===========================================================
 
 Readiness is polled here, by :meth:`ServerProcess.wait_ready`: lifecycle machinery on the
-runner's side (like the runner's clock), not an adapter's I/O. (One adapter still reaches it
-for something else: InfluxDB waits through it for its store to settle after a load.)
+runner's side (like the runner's clock), not an adapter's I/O; adapters never call it (a store
+that settles after a load says so through ``pending_settle()``, and the runner waits).
 tickbench never stops a process it did not start, and never listens on anything but 127.0.0.1.
 
 **External endpoints.** An adapter that sets ``external_endpoint`` (the engine contract's flag)
@@ -266,8 +266,7 @@ class ServerProcess:
         when set); a server that does not answer in time is stopped.
 
         Lifecycle machinery on the runner's side (like the runner's clock), called by
-        :meth:`ServerEngine.start`; InfluxDB's adapter also waits for its store to settle
-        through it (see its README)."""
+        :meth:`ServerEngine.start` only, never from an adapter."""
         timeout = start_timeout(timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -423,6 +422,13 @@ class ServerEngine(Engine):
     def installed(cls) -> bool:
         """Whether the engine's binaries are in place (then install() does nothing)."""
         raise NotImplementedError
+
+    @classmethod
+    def require_installed(cls) -> None:
+        """Raise :class:`EngineUnavailable`, naming the install command, when not :meth:`installed`
+        (the first check of every server engine's ``probe()``)."""
+        if not cls.installed():
+            raise EngineUnavailable(f"not installed; run `tickbench install {cls.info.name}`")
 
     @classmethod
     def install_steps(cls, stage: Path) -> list[InstallStep]:

@@ -54,7 +54,6 @@ DB = "tickbench"
 COUNT = "SELECT count(price) FROM trades; SELECT count(b1price) FROM book"
 PARAM = re.compile(r"\$([a-z_0-9]+)")
 WRITERS = 3  # concurrent /write requests: the server parses each request on one core
-SETTLE_TIMEOUT_S = 3600.0
 # The measurement that marks a database of an external endpoint as tickbench's own.
 MARKER = "tickbench_marker"
 INGEST_PREFIX = "ingest_"  # ingest databases are ingest_<random hex>, one per store
@@ -106,16 +105,21 @@ class Adapter(ServerEngine):
     #: Both: a write is acknowledged only once its WAL entry is fsynced (see WAL_FSYNC_DELAYS).
     ingest_durable: ClassVar[frozenset[str]] = frozenset(ingest_durability)
     ingest_db: str | None = None  # the open ingest store's database
+    #: Databases written by load() or storage_load() whose compaction the runner waits for.
+    _settling: set[str]
     _ties: Ties
     external_endpoint = True  # a database of its own, marked (see the module docstring)
     namespace_kind = "database"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._settling = set()
 
     # -- installation -------------------------------------------------------------------
 
     @classmethod
     def probe(cls) -> str:
-        if not cls.installed():
-            raise EngineUnavailable("not installed; run `tickbench install influxdb`")
+        cls.require_installed()
         # "InfluxDB v1.8.10 (git: unknown unknown)"
         return run_tool([str(bin_dir() / "influxd"), "version"]).split()[1].lstrip("v")
 
@@ -285,7 +289,7 @@ class Adapter(ServerEngine):
         frames = (fr for t in TABLES for fr in self._parquet_frames(t, days))
         if self.endpoint is None:
             rows = self._load_frames(DB, frames, expected)
-            self._settle(DB)
+            self._settling.add(DB)
             return rows
         # The user's server: its files are not ours to watch settle (see METHODOLOGY.md).
         self.check_endpoint()
@@ -293,13 +297,15 @@ class Adapter(ServerEngine):
         self._write(self.db, f"{MARKER} created=1i".encode())
         return self._load_frames(self.db, frames, expected, create=False)
 
-    def _settle(self, db: str) -> None:
-        """Wait until InfluxDB has snapshotted the cache of ``db`` to TSM files and fully
-        compacted every shard (one generation of TSM files, empty WAL segments), which the
-        configuration makes it do one second after a shard's last write."""
-        if self.server is None:
-            raise RuntimeError("InfluxDB is not started")
-        self.server.wait_ready(lambda: settled(self.root, db), timeout=SETTLE_TIMEOUT_S)
+    def pending_settle(self) -> bool:
+        """Whether a database written by :meth:`load` or :meth:`storage_load` is not yet
+        settled: InfluxDB snapshots its cache to TSM files and fully compacts every shard (one
+        generation of TSM files, empty WAL segments), which the configuration makes it do one
+        second after a shard's last write. One listing of the databases' files; the runner waits."""
+        if self.server is None or self.server.proc is None or self.server.proc.poll() is not None:
+            raise RuntimeError(f"influxd is not running (log {self.log_file})")  # it would never settle
+        self._settling = {db for db in self._settling if not settled(self.root, db)}
+        return bool(self._settling)
 
     def _input_frames(self, fmt: str) -> tuple[list[tuple[str, pl.DataFrame]], int]:
         """The bulk-load day as frames, parsed from ``fmt``, and the input's bytes."""
@@ -353,13 +359,16 @@ class Adapter(ServerEngine):
         return LoadFigures(rows=rows, input_bytes=nbytes, detail={
             "database": db, "tool": "influx -import", "line_protocol_bytes": lp_bytes})
 
-    def storage_bytes(self) -> dict[str, int]:
-        """The 30-day period alone in a fresh database ``se``, once compactions settled:
-        bytes allocated on disk by its data directory (TSM files, series file) and WAL."""
+    def storage_load(self) -> None:
+        """The 30-day period alone in a fresh database ``se`` (settled before SE is measured)."""
         days = self.params.days("month")
         frames = (fr for t in TABLES for fr in self._parquet_frames(t, days))
         self._load_frames("se", frames, self.dataset.sizes(days)["rows"])
-        self._settle("se")
+        self._settling.add("se")
+
+    def storage_bytes(self) -> dict[str, int]:
+        """Database ``se`` (see :meth:`storage_load`), once compactions settled: bytes
+        allocated on disk by its data directory (TSM files, series file) and WAL."""
         dirs = [self.root / "data" / "se", self.root / "wal" / "se"]
         return {"data_and_wal_allocated": sum(du(d) for d in dirs),
                 "data_and_wal_apparent": sum(du(d, apparent=True) for d in dirs)}
@@ -482,7 +491,9 @@ def settled(root: Path, db: str) -> bool:
     """Whether every shard of ``db`` is one generation of TSM files with no compaction
     output pending (``*.tmp``) and no data left in its WAL segments."""
     # data/<db>/<retention policy>/<shard id>/; data/<db>/_series holds the series file.
-    shards = [d for rp in (root / "data" / db).iterdir() if rp.name != "_series"
+    if not (root / "data" / db).is_dir():
+        return False  # no shard written yet
+    shards = [d for rp in (root / "data" / db).iterdir() if rp.name != "_series" and rp.is_dir()
               for d in rp.iterdir() if d.is_dir()]
     if not shards:
         return False

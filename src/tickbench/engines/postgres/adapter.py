@@ -153,8 +153,7 @@ class Adapter(ServerEngine):
 
     @classmethod
     def probe(cls) -> str:
-        if not cls.installed():
-            raise EngineUnavailable(f"not installed; run `tickbench install {cls.info.name}`")
+        cls.require_installed()
         out = run_tool([str(bin_dir() / "postgres"), "--version"])
         # "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"
         return out.split()[2]

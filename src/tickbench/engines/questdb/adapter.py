@@ -114,8 +114,7 @@ class Adapter(ServerEngine):
 
     @classmethod
     def probe(cls) -> str:
-        if not cls.installed():
-            raise EngineUnavailable("not installed; run `tickbench install questdb`")
+        cls.require_installed()
         if shutil.which("java") is None:
             raise EngineUnavailable("java (17 or newer) is not on PATH")
         return VERSION

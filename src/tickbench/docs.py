@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tickbench.engines.registry import adapter_class, engine_infos
 from tickbench.report import headline
+from tickbench.report.summary import merge
 from tickbench.results import read_results
 from tickbench.suites.published import BENCHMARKS
 from tickbench.suites.registry import suites
@@ -72,15 +73,19 @@ def update_readme(path: Path) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m tickbench.docs", description=__doc__)
-    ap.add_argument("--headline", type=Path, metavar="RESULTS.json",
-                    help="rewrite README's headline from this run (the reference run at SF 1)")
+    ap.add_argument("--headline", type=Path, nargs="+", metavar="RESULTS.json",
+                    help="rewrite README's headline from this run (the reference run at SF 1); several "
+                         "runs of one dataset (e.g. engines run apart) are shown side by side")
     ap.add_argument("--command", default="make run-paper", help="the command that produced the run")
     ap.add_argument("--conditions", default="nothing else running",
                     help="what else ran on the machine during the run")
     args = ap.parse_args()
     readme = Path(__file__).resolve().parents[2] / "README.md"
     if args.headline is not None:
-        body = headline.render(read_results(args.headline), args.command, args.conditions)
+        merged = merge([read_results(p) for p in args.headline])
+        if merged.warnings:
+            raise SystemExit("; ".join(merged.warnings))
+        body = headline.render(merged.results, args.command, args.conditions)
         readme.write_text(replace_block(readme.read_text(), headline.START, headline.END, body))
     update_readme(readme)
 

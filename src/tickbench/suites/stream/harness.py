@@ -1,0 +1,500 @@
+"""The stream suite's load generator: writer *processes* fed input encoded before the clock,
+and the sink that gives the harness's own ceiling.
+
+A plan cuts the replayed events into batches of ``batch`` events (a batch holding both tables
+is two payloads, one per table, sent back to back) and deals them round-robin to ``writers``
+writers. Each writer encodes its payloads (:meth:`StreamTarget.encode`) before the clock
+starts, then sends them in order, each no earlier than it is due: payload ``k`` is due when
+its last event is (``start + last / rate``; at once when as fast as possible). The writer
+records each send's submission and acknowledgement times (``perf_counter_ns``, CLOCK_MONOTONIC,
+the same clock in every process on Linux); every row's latencies are computed afterwards from
+its own intended send time (no coordinated omission), outside the timed loop.
+
+Writers are processes (``spawn``) for a target that is plain data; an embedded engine's target
+(``in_process``) runs its writers as threads of the worker, the only process that may write
+its store. The same writers, with the same payloads, batch size and writer count, run against
+
+* the *null* sink: ``send`` returns at once (the writers' own loop: the offered rate), and
+* the *loopback* sink: an HTTP server in a process of its own that reads each request whole and
+  answers 204 without storing (the target's client speaks to it when it can, e.g. QuestDB's
+  ILP/HTTP sender; otherwise its wire bytes are posted with ``http.client``),
+
+which is the harness ceiling the engine's figures are judged against (:func:`bound`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import multiprocessing as mp
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+import psutil
+import pyarrow as pa
+
+from tickbench.engines.base import StreamSender, StreamTarget
+
+perf = time.perf_counter_ns
+LOOPBACK = "127.0.0.1"
+#: A figure within this factor of the harness ceiling is marked client-bound.
+CLIENT_BOUND_FACTOR = 2.0
+START_LEAD_NS = 200_000_000  # every writer waits on the clock this long after the last is ready
+READY_TIMEOUT_S = 300.0
+
+
+# -- the plan ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """The replayed events cut into payloads.
+
+    ``tables`` hold each table's rows in time order; payload ``k`` is rows
+    ``offset[k]:offset[k] + rows[k]`` of ``table[k]``, goes to writer ``writer[k]`` and is due
+    ``last[k]`` events after the start; ``events[k]`` are its rows' event numbers."""
+
+    tables: dict[str, pa.Table]
+    table: list[str]
+    offset: np.ndarray
+    rows: np.ndarray
+    writer: np.ndarray
+    last: np.ndarray
+    events: list[np.ndarray]
+    writers: int
+    batch: int
+
+    @classmethod
+    def build(cls, tables: dict[str, pa.Table], which: np.ndarray, batch: int, writers: int) -> Plan:
+        """``which[i]`` names the table of event ``i`` (an index into ``list(tables)``); each
+        table's ``k``-th event is its ``k``-th row."""
+        names = list(tables)
+        rank = np.empty(len(which), np.int64)
+        for code in range(len(names)):
+            mask = which == code
+            rank[mask] = np.arange(int(mask.sum()))
+        table: list[str] = []
+        offset, rows, writer, last, events = [], [], [], [], []
+        for c, lo in enumerate(range(0, len(which), batch)):
+            hi = min(len(which), lo + batch)
+            idx = np.arange(lo, hi)
+            codes = which[lo:hi]
+            for code in sorted(set(codes.tolist()), key=lambda x: int(np.argmax(codes == x))):
+                mine = idx[codes == code]
+                table.append(names[code])
+                offset.append(int(rank[mine[0]]))
+                rows.append(len(mine))
+                writer.append(c % writers)
+                last.append(hi - 1)
+                events.append(mine)
+        return cls(tables, table, np.array(offset, np.int64), np.array(rows, np.int64),
+                   np.array(writer, np.int64), np.array(last, np.int64), events, writers, batch)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    @property
+    def total_rows(self) -> int:
+        return int(self.rows.sum())
+
+    def job(self, w: int) -> tuple[dict[str, pa.Table], list[tuple[str, int, int]], np.ndarray]:
+        """Writer ``w``'s input: its rows copied out per table (so a process receives only its
+        own), its payloads as (table, offset, rows) into those, and their global numbers."""
+        ks = np.flatnonzero(self.writer == w)
+        parts: dict[str, list[pa.Table]] = {}
+        items: list[tuple[str, int, int]] = []
+        sizes: dict[str, int] = {}
+        for k in ks:
+            t = self.table[k]
+            parts.setdefault(t, []).append(self.tables[t].slice(int(self.offset[k]), int(self.rows[k])))
+            items.append((t, sizes.get(t, 0), int(self.rows[k])))
+            sizes[t] = sizes.get(t, 0) + int(self.rows[k])
+        data = {t: pa.concat_tables(p).combine_chunks() for t, p in parts.items()}
+        return data, items, ks
+
+
+# -- destinations -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where a writer sends: ``engine`` (the target's own connection), ``null`` (the in-process
+    sink: nothing is sent) or ``sink`` (the loopback HTTP sink at ``port``)."""
+
+    kind: str
+    port: int = 0
+    #: Test-only faults (``run/faults.py``): seconds each writer waits before every send (a
+    #: slower client), and seconds the engine's acknowledgement is delayed (a slower engine).
+    writer_delay: float = 0.0
+    ack_delay: float = 0.0
+
+
+class _Null(StreamSender):
+    def send(self, payload: Any) -> None:
+        return None
+
+
+class _HttpPost(StreamSender):
+    """Posts pre-encoded wire bytes to the loopback sink over one keep-alive connection."""
+
+    def __init__(self, port: int) -> None:
+        self.conn = http.client.HTTPConnection(LOOPBACK, port, timeout=60)
+
+    def send(self, payload: Any) -> None:
+        self.conn.request("POST", "/write", body=payload)
+        resp = self.conn.getresponse()
+        resp.read()
+        if resp.status != 204:
+            raise RuntimeError(f"sink answered {resp.status}")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class _Delayed(StreamSender):
+    """Test-only: acknowledges ``seconds`` late, as a slower engine would."""
+
+    def __init__(self, inner: StreamSender, seconds: float) -> None:
+        self.inner, self.seconds = inner, seconds
+
+    def send(self, payload: Any) -> None:
+        self.inner.send(payload)
+        time.sleep(self.seconds)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _open(target: StreamTarget, dest: Destination) -> tuple[StreamSender, bool]:
+    """The sender for ``dest``, and whether payloads must be sent as wire bytes."""
+    if dest.kind == "null":
+        return _Null(), False
+    if dest.kind == "sink":
+        own = target.connect_sink(LOOPBACK, dest.port)
+        if own is not None:
+            return own, False
+        return _HttpPost(dest.port), True
+    sender = target.connect()
+    return (_Delayed(sender, dest.ack_delay) if dest.ack_delay else sender), False
+
+
+# -- one writer -------------------------------------------------------------------------------
+
+
+def writer_main(target: StreamTarget, dest: Destination, data: dict[str, pa.Table],
+                items: list[tuple[str, int, int]], due_ns: np.ndarray, cpus: list[int] | None,
+                conn: Connection) -> None:
+    """One writer (a process, or a thread of an embedded engine's worker): encode, report
+    ready, wait for the start time, send each payload when due, report the times."""
+    try:
+        if cpus:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, cpus)
+        t0 = perf()
+        sender, as_bytes = _open(target, dest)
+        payloads: list[Any] = []
+        nbytes = 0
+        for table, off, n in items:
+            p = target.encode(table, data[table].slice(off, n))
+            if as_bytes:
+                p = target.wire_bytes(p)
+            nbytes += len(p) if isinstance(p, (bytes, bytearray, memoryview)) else 0
+            payloads.append(p)
+        del data
+        rss = psutil.Process().memory_info().rss if not target.in_process else 0
+        conn.send(("ready", (perf() - t0) / 1e9, nbytes, rss))
+        start, stop = conn.recv()
+    except BaseException as exc:
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        return
+    submit = np.zeros(len(payloads), np.int64)
+    ack = np.zeros(len(payloads), np.int64)
+    done = 0
+    error = ""
+    delay = dest.writer_delay
+    try:
+        while perf() < start:
+            time.sleep(max(0.0, (start - perf()) / 1e9 - 0.001) if start - perf() > 2_000_000 else 0)
+        for k, payload in enumerate(payloads):
+            due = start + int(due_ns[k])
+            now = perf()
+            if now >= stop:
+                break
+            if due > now:
+                time.sleep((due - now) / 1e9)
+            if delay:
+                time.sleep(delay)
+            submit[k] = perf()
+            sender.send(payload)
+            ack[k] = perf()
+            done = k + 1
+    except BaseException as exc:  # recorded for the cell
+        error = f"{type(exc).__name__}: {exc}"
+    with contextlib.suppress(Exception):
+        sender.close()
+    conn.send(("done", submit[:done], ack[:done], error))
+
+
+# -- a run of all writers ---------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """What one run of the writers did: per payload (global numbering) its submission and
+    acknowledgement times (0 where not sent), the start, and what the writers reported."""
+
+    start: int
+    submit: np.ndarray
+    ack: np.ndarray
+    errors: list[str]
+    encode_s: float
+    encoded_bytes: int
+    writer_rss: list[int]
+    mode: str
+    pinning: str
+
+    @property
+    def sent(self) -> np.ndarray:
+        return self.ack > 0
+
+    def rows(self, plan: Plan) -> int:
+        return int(plan.rows[self.sent].sum())
+
+    def rate(self, plan: Plan, times: np.ndarray | None = None) -> float:
+        """Rows acknowledged per second, start → last acknowledgement."""
+        times = self.ack if times is None else times
+        if not self.sent.any():
+            return 0.0
+        return self.rows(plan) / max(1e-9, (int(times[self.sent].max()) - self.start) / 1e9)
+
+
+def _cpus(engine_pids: list[int]) -> tuple[list[int] | None, str]:
+    """Best-effort pinning: with four or more cores, writers on the upper half and the engine's
+    server processes on the lower half; on fewer, no pinning (both share every core)."""
+    try:
+        cores = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return None, "none (no CPU affinity on this platform)"
+    if len(cores) < 4:
+        return None, f"none: {len(cores)} cores, writers and engine share them"
+    half = len(cores) // 2
+    low, high = cores[:half], cores[half:]
+    pinned = 0
+    for pid in engine_pids:
+        with contextlib.suppress(OSError, psutil.Error):
+            for p in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+                p.cpu_affinity(low)
+                pinned += 1
+    return high, f"writers on cores {high[0]}-{high[-1]}, {pinned} engine processes on {low[0]}-{low[-1]}"
+
+
+def run_writers(target: StreamTarget, dest: Destination, plan: Plan, rate: int | None, seconds: float,
+                engine_pids: list[int] | None = None) -> Run:
+    """Run ``plan`` against ``dest`` at ``rate`` events/s (``None``: as fast as possible) for
+    at most ``seconds`` (a fixed rate may overrun to ``3 × seconds + 10`` while behind)."""
+    step = 0.0 if rate is None else 1e9 / rate
+    cpus, pinning = _cpus(engine_pids or []) if not target.in_process else (None, "none: writers are "
+                                                                                  "threads of the engine's process")
+    ctx = mp.get_context("spawn")
+    pipes: list[Connection] = []
+    handles: list[Any] = []
+    global_ids: list[np.ndarray] = []
+    for w in range(plan.writers):
+        data, items, ks = plan.job(w)
+        due = (plan.last[ks] + 1) * step if rate is not None else np.zeros(len(ks))
+        due = due.astype(np.int64)
+        parent, child = mp.Pipe()
+        args = (target, dest, data, items, due, cpus, child)
+        if target.in_process:
+            h: Any = threading.Thread(target=writer_main, args=args, name=f"stream-writer-{w}", daemon=True)
+        else:
+            h = ctx.Process(target=writer_main, args=args, name=f"stream-writer-{w}", daemon=True)
+        h.start()
+        pipes.append(parent)
+        handles.append(h)
+        global_ids.append(ks)
+    errors: list[str] = []
+    encode_s, nbytes, rss = 0.0, 0, []
+    ready = []
+    for w, p in enumerate(pipes):
+        if not p.poll(READY_TIMEOUT_S):
+            errors.append(f"writer {w}: not ready after {READY_TIMEOUT_S:g} s")
+            continue
+        msg = p.recv()
+        if msg[0] == "error":
+            errors.append(f"writer {w}: {msg[1]}")
+            continue
+        encode_s = max(encode_s, msg[1])
+        nbytes += msg[2]
+        rss.append(msg[3])
+        ready.append(w)
+    start = perf() + START_LEAD_NS
+    stop = start + int(seconds * 1e9) if rate is None else start + int((3 * seconds + 10) * 1e9)
+    for w in ready:
+        pipes[w].send((start, stop))
+    submit = np.zeros(len(plan), np.int64)
+    ack = np.zeros(len(plan), np.int64)
+    for w in ready:
+        msg = pipes[w].recv()
+        _, s, a, err = msg
+        submit[global_ids[w][: len(s)]] = s
+        ack[global_ids[w][: len(a)]] = a
+        if err:
+            errors.append(f"writer {w}: {err}")
+    for h in handles:
+        h.join(timeout=30)
+        if not target.in_process and h.is_alive():
+            h.kill()
+    mode = (f"{plan.writers} writer thread(s) in the engine's process" if target.in_process
+            else f"{plan.writers} writer process(es)")
+    return Run(start, submit, ack, errors, encode_s, nbytes, rss, mode, pinning)
+
+
+def row_latencies(plan: Plan, run: Run, rate: int | None, times: np.ndarray) -> np.ndarray:
+    """Per row of every sent payload: ``times`` of its payload minus the row's intended send
+    time (the start plus its event number over the rate; the payload's submission when as
+    fast as possible), in ns."""
+    out = []
+    for k in np.flatnonzero(run.sent):
+        if rate is None:
+            out.append(np.full(int(plan.rows[k]), times[k] - run.submit[k], np.int64))
+        else:
+            out.append(times[k] - (run.start + (plan.events[k] * (1e9 / rate)).astype(np.int64)))
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+
+def bound(rate: float, ceiling: float | None) -> bool:
+    """Whether a measured ``rate`` is within :data:`CLIENT_BOUND_FACTOR` of the harness ceiling
+    (the harness, not the engine, may be what limits it)."""
+    return bool(ceiling) and rate * CLIENT_BOUND_FACTOR >= float(ceiling or 0)
+
+
+# -- the loopback sink ------------------------------------------------------------------------
+
+
+def _serve_sink(sock: socket.socket, delay: float) -> None:
+    """Answer every HTTP request on ``sock`` with 204 once its body is read whole; store
+    nothing. ``delay`` (test-only) is slept before each answer, as a slower engine would."""
+    while True:
+        conn, _ = sock.accept()
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        threading.Thread(target=_sink_conn, args=(conn, delay), daemon=True).start()
+
+
+def _sink_conn(conn: socket.socket, delay: float) -> None:
+    buf = bytearray()
+    with contextlib.suppress(OSError), conn:
+        while True:
+            while (end := buf.find(b"\r\n\r\n")) < 0:
+                chunk = conn.recv(1 << 20)
+                if not chunk:
+                    return
+                buf += chunk
+            head = bytes(buf[:end])
+            del buf[: end + 4]
+            length = 0
+            chunked = False
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                key = name.strip().lower()
+                if key == b"content-length":
+                    length = int(value)
+                elif key == b"transfer-encoding" and b"chunked" in value.lower():
+                    chunked = True
+                elif key == b"expect" and b"100-continue" in value.lower():
+                    conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+            if chunked:
+                if not _read_chunked(conn, buf):
+                    return
+            else:
+                while len(buf) < length:
+                    chunk = conn.recv(1 << 20)
+                    if not chunk:
+                        return
+                    buf += chunk
+                del buf[:length]
+            if delay:
+                time.sleep(delay)
+            conn.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
+
+
+def _read_chunked(conn: socket.socket, buf: bytearray) -> bool:
+    """Consume a chunked body from ``buf`` (and the socket); False if the peer closed."""
+    while True:
+        while (end := buf.find(b"\r\n")) < 0:
+            chunk = conn.recv(1 << 20)
+            if not chunk:
+                return False
+            buf += chunk
+        size = int(bytes(buf[:end]).split(b";")[0], 16)
+        del buf[: end + 2]
+        while len(buf) < size + 2:
+            chunk = conn.recv(1 << 20)
+            if not chunk:
+                return False
+            buf += chunk
+        del buf[: size + 2]
+        if size == 0:
+            return True
+
+
+def _sink_process(port_pipe: Connection, delay: float) -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((LOOPBACK, 0))
+    sock.listen(64)
+    port_pipe.send(sock.getsockname()[1])
+    _serve_sink(sock, delay)
+
+
+@dataclass
+class Sink:
+    """The loopback HTTP sink, a process of its own (:func:`_serve_sink`)."""
+
+    delay: float = 0.0
+    port: int = 0
+    process: Any = field(default=None, repr=False)
+
+    def __enter__(self) -> Sink:
+        parent, child = mp.Pipe()
+        self.process = mp.get_context("spawn").Process(target=_sink_process, args=(child, self.delay),
+                                                       name="stream-sink", daemon=True)
+        self.process.start()
+        if not parent.poll(60):
+            raise RuntimeError("the stream sink did not start")
+        self.port = parent.recv()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.join(10)
+
+
+
+class SinkTarget(StreamTarget):
+    """The loopback sink taken as the engine under test (the harness's own tests): batches
+    encoded as Arrow IPC streams and posted to the sink at ``port``."""
+
+    path = "Arrow IPC stream posted over HTTP to the loopback sink"
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def encode(self, table: str, batch: pa.Table) -> Any:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, batch.schema) as out:
+            out.write_table(batch)
+        return sink.getvalue().to_pybytes()
+
+    def wire_bytes(self, payload: Any) -> bytes:
+        return bytes(payload)
+
+    def connect(self) -> StreamSender:
+        return _HttpPost(self.port)

@@ -10,7 +10,7 @@ records each send's submission and acknowledgement times (``perf_counter_ns``, C
 the same clock in every process on Linux); every row's latencies are computed afterwards from
 its own intended send time (no coordinated omission), outside the timed loop.
 
-Writers are processes (``spawn``) for a target that is plain data; an embedded engine's target
+Writers are processes (fresh interpreters, :class:`Child`) for a target that is plain data; an embedded engine's target
 (``in_process``) runs its writers as threads of the worker, the only process that may write
 its store. The same writers, with the same payloads, batch size and writer count, run against
 
@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import multiprocessing as mp
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -133,6 +135,10 @@ class Destination:
     #: slower client), and seconds the engine's acknowledgement is delayed (a slower engine).
     writer_delay: float = 0.0
     ack_delay: float = 0.0
+    #: Test-only (``stall=SECONDS@N``): the engine's acknowledgement of the run's ``N``-th
+    #: payload (plan order) comes ``SECONDS`` late, once, as an engine that stalls would.
+    stall_s: float = 0.0
+    stall_nth: int = 0
 
 
 class _Null(StreamSender):
@@ -189,7 +195,7 @@ def _open(target: StreamTarget, dest: Destination) -> tuple[StreamSender, bool]:
 
 def writer_main(target: StreamTarget, dest: Destination, data: dict[str, pa.Table],
                 items: list[tuple[str, int, int]], due_ns: np.ndarray, cpus: list[int] | None,
-                conn: Connection) -> None:
+                stall_k: int, conn: Connection) -> None:
     """One writer (a process, or a thread of an embedded engine's worker): encode, report
     ready, wait for the start time, send each payload when due, report the times."""
     try:
@@ -232,6 +238,8 @@ def writer_main(target: StreamTarget, dest: Destination, data: dict[str, pa.Tabl
                 time.sleep(delay)
             submit[k] = perf()
             sender.send(payload)
+            if k == stall_k:
+                time.sleep(dest.stall_s)
             ack[k] = perf()
             done = k + 1
     except BaseException as exc:  # recorded for the cell
@@ -239,6 +247,43 @@ def writer_main(target: StreamTarget, dest: Destination, data: dict[str, pa.Tabl
     with contextlib.suppress(Exception):
         sender.close()
     conn.send(("done", submit[:done], ack[:done], error))
+
+
+# -- child processes ---------------------------------------------------------------------------
+# The engine's worker is itself a daemonic multiprocessing process, which may not start
+# multiprocessing children: writers and the sink are plain subprocesses of this interpreter,
+# talking over a socket pair with multiprocessing's message framing.
+
+
+class Child:
+    """A subprocess running ``harness.<func>(conn, *args)``; ``args`` go over the connection."""
+
+    def __init__(self, func: str, *args: Any) -> None:
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        code = f"from tickbench.suites.stream.harness import _child; _child({theirs.fileno()})"
+        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[theirs.fileno()], env=env,
+                                     stdin=subprocess.DEVNULL)
+        theirs.close()
+        self.conn = Connection(ours.detach())
+        self.conn.send((func, args))
+
+    def join(self, timeout: float) -> None:
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def _child(fd: int) -> None:
+    conn = Connection(fd)
+    func, args = conn.recv()
+    main: Any = {"writer_main": writer_main, "sink_main": sink_main}[func]
+    main(*args, conn)
 
 
 # -- a run of all writers ---------------------------------------------------------------------
@@ -301,21 +346,21 @@ def run_writers(target: StreamTarget, dest: Destination, plan: Plan, rate: int |
     step = 0.0 if rate is None else 1e9 / rate
     cpus, pinning = _cpus(engine_pids or []) if not target.in_process else (None, "none: writers are "
                                                                                   "threads of the engine's process")
-    ctx = mp.get_context("spawn")
     pipes: list[Connection] = []
     handles: list[Any] = []
     global_ids: list[np.ndarray] = []
     for w in range(plan.writers):
         data, items, ks = plan.job(w)
-        due = (plan.last[ks] + 1) * step if rate is not None else np.zeros(len(ks))
-        due = due.astype(np.int64)
-        parent, child = mp.Pipe()
-        args = (target, dest, data, items, due, cpus, child)
+        due = (plan.last[ks] * step if rate is not None else np.zeros(len(ks))).astype(np.int64)
+        stall: Any = np.flatnonzero(ks == dest.stall_nth - 1) if dest.kind == "engine" and dest.stall_s else []
+        parent, child = Pipe()
+        args = (target, dest, data, items, due, cpus, int(stall[0]) if len(stall) else -1, child)
         if target.in_process:
             h: Any = threading.Thread(target=writer_main, args=args, name=f"stream-writer-{w}", daemon=True)
+            h.start()
         else:
-            h = ctx.Process(target=writer_main, args=args, name=f"stream-writer-{w}", daemon=True)
-        h.start()
+            h = Child("writer_main", *args[:-1])
+            parent = h.conn
         pipes.append(parent)
         handles.append(h)
         global_ids.append(ks)
@@ -349,8 +394,6 @@ def run_writers(target: StreamTarget, dest: Destination, plan: Plan, rate: int |
             errors.append(f"writer {w}: {err}")
     for h in handles:
         h.join(timeout=30)
-        if not target.in_process and h.is_alive():
-            h.kill()
     mode = (f"{plan.writers} writer thread(s) in the engine's process" if target.in_process
             else f"{plan.writers} writer process(es)")
     return Run(start, submit, ack, errors, encode_s, nbytes, rss, mode, pinning)
@@ -444,7 +487,7 @@ def _read_chunked(conn: socket.socket, buf: bytearray) -> bool:
             return True
 
 
-def _sink_process(port_pipe: Connection, delay: float) -> None:
+def sink_main(delay: float, port_pipe: Connection) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((LOOPBACK, 0))
@@ -462,19 +505,16 @@ class Sink:
     process: Any = field(default=None, repr=False)
 
     def __enter__(self) -> Sink:
-        parent, child = mp.Pipe()
-        self.process = mp.get_context("spawn").Process(target=_sink_process, args=(child, self.delay),
-                                                       name="stream-sink", daemon=True)
-        self.process.start()
-        if not parent.poll(60):
+        self.process = Child("sink_main", self.delay)
+        if not self.process.conn.poll(60):
+            self.process.kill()
             raise RuntimeError("the stream sink did not start")
-        self.port = parent.recv()
+        self.port = self.process.conn.recv()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.process is not None:
             self.process.kill()
-            self.process.join(10)
 
 
 

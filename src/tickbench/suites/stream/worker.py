@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from tickbench import latency
 from tickbench.data.calendar import BULK_DAY
 from tickbench.engines.base import Engine
+from tickbench.run.faults import stream_delays
 from tickbench.run.visibility import wait_visible
 from tickbench.suites.stream.harness import Destination, Plan, Run, Sink, row_latencies, run_writers
 
@@ -80,10 +81,10 @@ def stream_cell(adapter: Engine, store: Path, rate: int | None, writers: int, se
     replay = Replay(adapter, limit, tables)
     batch = batch_size(rate, max_batch, linger)
     plan = Plan.build(replay.tables, replay.which, batch, writers)
-    writer_delay = float(fault.get("writer_delay", 0))
-    stall_s, _, nth = fault.get("stall", "").partition("@")
-    dest = Destination("engine", writer_delay=writer_delay, ack_delay=float(fault.get("ack_delay", 0)),
-                       stall_s=float(stall_s or 0), stall_nth=int(nth or 1))
+    delays = stream_delays(fault)
+    writer_delay = delays["writer_delay"]
+    dest = Destination("engine", writer_delay=writer_delay, ack_delay=delays["ack_delay"],
+                       stall_s=delays["stall_s"], stall_nth=int(delays["stall_nth"]))
     errors: list[str] = []
     try:
         bulk = _bulk(adapter, store / "bulk", replay)

@@ -80,4 +80,4 @@ def test_stream_cell_marks_client_bound(tiny: Dataset, tmp_path: Path, monkeypat
     assert f["ceiling"] > 0 and f["bulk_rate"] > 0 and f["pct_of_bulk"] is not None
     assert f["client_bound"] is client_bound, (f["throughput"], f["ceiling"])
     assert ("client-bound" in rec.notes) is client_bound
-    assert ("client-bound" in "\n".join(render_beyond(saved).splitlines())) is client_bound
+    assert ("(client-bound)" in render_beyond(saved)) is client_bound

@@ -162,6 +162,10 @@ class StreamTarget(ABC):
         ceiling); an in-process target's payload has none (the default: empty)."""
         return b""
 
+    def payload_bytes(self, payload: Any) -> int:
+        """The size of ``payload`` in bytes, for the record (default: its wire bytes)."""
+        return len(self.wire_bytes(payload))
+
     @abstractmethod
     def connect(self) -> StreamSender:
         """A new connection to the open ingest store (in the process that will send)."""

@@ -104,6 +104,9 @@ class _ArrowTarget(StreamTarget):
     def encode(self, table: str, batch: pa.Table) -> Any:
         return table, batch.cast(SCHEMAS[table]).combine_chunks()
 
+    def payload_bytes(self, payload: Any) -> int:
+        return int(payload[1].nbytes)
+
     def connect(self) -> StreamSender:
         return _ArrowSender(self.con.cursor())
 

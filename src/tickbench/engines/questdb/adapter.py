@@ -469,6 +469,7 @@ class Adapter(ServerEngine):
         with self._sender() as sender:
             sender.dataframe(batch.to_pandas(), table_name=INGEST[table], symbols=SYMBOLS[table], at="ts")
             sender.flush()
+        self._await([INGEST[table]])  # visible once the WAL apply reaches this commit
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         return self._export(bind(INGEST_READ[table], {"sym": sym}), keep=True).cast(SCHEMAS[table])

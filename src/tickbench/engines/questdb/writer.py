@@ -111,6 +111,9 @@ class IlpTarget(StreamTarget):
     def wire_bytes(self, payload: Any) -> bytes:
         return bytes(payload)
 
+    def payload_bytes(self, payload: Any) -> int:
+        return len(payload)
+
     def connect(self) -> StreamSender:
         return IlpSender(_conf(self.host, self.port, self.timeout_ms))
 

@@ -221,9 +221,9 @@ def writer_main(target: StreamTarget, dest: Destination, data: dict[str, pa.Tabl
         nbytes = 0
         for table, off, n in items:
             p = target.encode(table, data[table].slice(off, n))
+            nbytes += target.payload_bytes(p)
             if as_bytes:
                 p = http_post(target.wire_bytes(p))
-            nbytes += len(p) if isinstance(p, (bytes, bytearray, memoryview)) else 0
             payloads.append(p)
         del data
         rss = psutil.Process().memory_info().rss if not target.in_process else 0
@@ -445,6 +445,7 @@ def _serve_sink(sock: socket.socket, delay: float) -> None:
 
 def _sink_conn(conn: socket.socket, delay: float) -> None:
     buf = bytearray()
+    scratch = bytearray(4 << 20)
     with contextlib.suppress(OSError), conn:
         while True:
             while (end := buf.find(b"\r\n\r\n")) < 0:
@@ -469,12 +470,17 @@ def _sink_conn(conn: socket.socket, delay: float) -> None:
                 if not _read_chunked(conn, buf):
                     return
             else:
-                while len(buf) < length:
-                    chunk = conn.recv(1 << 20)
-                    if not chunk:
-                        return
-                    buf += chunk
-                del buf[:length]
+                # The body is read into one scratch buffer and dropped (nothing is stored).
+                left = length - len(buf)
+                if left <= 0:
+                    del buf[:length]
+                else:
+                    buf.clear()
+                    while left > 0:
+                        got = conn.recv_into(scratch, min(left, len(scratch)))
+                        if not got:
+                            return
+                        left -= got
             if delay:
                 time.sleep(delay)
             conn.sendall(SINK_ANSWER)

@@ -194,7 +194,7 @@ class StreamSuite(Suite):
                                               *PLAIN)},
                 "client_bound": bound(r["throughput"], r["ceiling"]),
                 "pct_of_bulk": 100 * r["throughput"] / r["bulk_rate"] if r.get("bulk_rate") else None,
-                "sent": latency.summary(latency.decode(r["sent_hdr"])),
+                "sent": latency.summary(latency.decode(r["sent_hdr"])) if r["sent_hdr"] else None,
                 "durable": latency.summary(latency.decode(r["durable_hdr"])) if r["durable_hdr"] else None,
                 "latency": latency.summary(latency.decode(r["latency_hdr"])),
                 "service": latency.summary(latency.decode(r["service_hdr"])),

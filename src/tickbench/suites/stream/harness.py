@@ -206,32 +206,44 @@ def _open(target: StreamTarget, dest: Destination) -> tuple[StreamSender, bool]:
 # -- one writer -------------------------------------------------------------------------------
 
 
-def writer_main(target: StreamTarget, dest: Destination, data: dict[str, pa.Table],
-                items: list[tuple[str, int, int]], due_ns: np.ndarray, cpus: list[int] | None,
-                stall_k: int, conn: Connection) -> None:
-    """One writer (a process, or a thread of an embedded engine's worker): encode, report
-    ready, wait for the start time, send each payload when due, report the times."""
+def writer_main(target: StreamTarget, data: dict[str, pa.Table], items: list[tuple[str, int, int]],
+                cpus: list[int] | None, conn: Connection) -> None:
+    """One writer (a process, or a thread of an embedded engine's worker): encode its payloads
+    once and report ready; then, per run asked for, connect to the run's destination, report
+    armed, wait for the start time, send each payload when due and report the times."""
     try:
         if cpus:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(0, cpus)
         t0 = perf()
-        sender, as_bytes = _open(target, dest)
-        payloads: list[Any] = []
-        nbytes = 0
-        for table, off, n in items:
-            p = target.encode(table, data[table].slice(off, n))
-            nbytes += target.payload_bytes(p)
-            if as_bytes:
-                p = http_post(target.wire_bytes(p))
-            payloads.append(p)
+        payloads = [target.encode(table, data[table].slice(off, n)) for table, off, n in items]
+        nbytes = sum(target.payload_bytes(p) for p in payloads)
         del data
         rss = psutil.Process().memory_info().rss if not target.in_process else 0
         conn.send(("ready", (perf() - t0) / 1e9, nbytes, rss))
-        start, stop = conn.recv()
     except BaseException as exc:
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
         return
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            return
+        dest, due_ns, stall_k = msg
+        try:
+            sender, as_bytes = _open(target, dest)
+            wire = [http_post(target.wire_bytes(p)) for p in payloads] if as_bytes else payloads
+            conn.send(("armed",))
+        except BaseException as exc:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            continue
+        start, stop = conn.recv()
+        conn.send(("done", *_send_all(sender, wire, dest, due_ns, stall_k, start, stop)))
+        del wire
+
+
+def _send_all(sender: StreamSender, payloads: list[Any], dest: Destination, due_ns: np.ndarray, stall_k: int,
+              start: int, stop: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """The timed loop: each payload no earlier than due; submission and acknowledgement times."""
     submit = np.zeros(len(payloads), np.int64)
     ack = np.zeros(len(payloads), np.int64)
     done = 0
@@ -259,7 +271,7 @@ def writer_main(target: StreamTarget, dest: Destination, data: dict[str, pa.Tabl
         error = f"{type(exc).__name__}: {exc}"
     with contextlib.suppress(Exception):
         sender.close()
-    conn.send(("done", submit[:done], ack[:done], error))
+    return submit[:done], ack[:done], error
 
 
 # -- child processes ---------------------------------------------------------------------------
@@ -292,7 +304,16 @@ class Child:
         self.proc.wait()
 
 
+def _orphan_watch(parent: int) -> None:
+    """End this child once the process that started it is gone (e.g. a worker killed at its
+    time limit), so no writer or sink outlives its cell."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
 def _child(fd: int) -> None:
+    threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
     conn = Connection(fd)
     func, args = conn.recv()
     main: Any = {"writer_main": writer_main, "sink_main": sink_main}[func]
@@ -352,64 +373,101 @@ def _cpus(engine_pids: list[int]) -> tuple[list[int] | None, str]:
     return high, f"writers on cores {high[0]}-{high[-1]}, {pinned} engine processes on {low[0]}-{low[-1]}"
 
 
+class Writers:
+    """The writers of one plan: started and fed once (each encodes its payloads), then run
+    against several destinations (the sinks, then the engine) with the same payloads."""
+
+    def __init__(self, target: StreamTarget, plan: Plan, engine_pids: list[int] | None = None) -> None:
+        self.target, self.plan = target, plan
+        if target.in_process:
+            cpus, self.pinning = None, "none: writers are threads of the engine's process"
+        else:
+            cpus, self.pinning = _cpus(engine_pids or [])
+        self.mode = (f"{plan.writers} writer thread(s) in the engine's process" if target.in_process
+                     else f"{plan.writers} writer process(es)")
+        self.pipes: list[Connection] = []
+        self.handles: list[Any] = []
+        self.ids: list[np.ndarray] = []
+        for w in range(plan.writers):
+            data, items, ks = plan.job(w)
+            if target.in_process:
+                parent, child = Pipe()
+                h: Any = threading.Thread(target=writer_main, args=(target, data, items, cpus, child),
+                                          name=f"stream-writer-{w}", daemon=True)
+                h.start()
+            else:
+                h = Child("writer_main", target, data, items, cpus)
+                parent = h.conn
+            self.pipes.append(parent)
+            self.handles.append(h)
+            self.ids.append(ks)
+        self.errors: list[str] = []
+        self.encode_s, self.nbytes, self.rss = 0.0, 0, []
+        self.ready: list[int] = []
+        for w, p in enumerate(self.pipes):
+            if not p.poll(READY_TIMEOUT_S):
+                self.errors.append(f"writer {w}: not ready after {READY_TIMEOUT_S:g} s")
+                continue
+            msg = p.recv()
+            if msg[0] == "error":
+                self.errors.append(f"writer {w}: {msg[1]}")
+                continue
+            self.encode_s = max(self.encode_s, msg[1])
+            self.nbytes += msg[2]
+            self.rss.append(msg[3])
+            self.ready.append(w)
+
+    def run(self, dest: Destination, rate: int | None, seconds: float) -> Run:
+        """Every writer against ``dest`` at ``rate`` events/s (``None``: as fast as possible)
+        for at most ``seconds`` (a fixed rate may overrun to ``3 × seconds + 10`` while behind)."""
+        plan = self.plan
+        step = 0.0 if rate is None else 1e9 / rate
+        errors = list(self.errors)
+        armed = []
+        for w in self.ready:
+            ks = self.ids[w]
+            due = (plan.last[ks] * step if rate is not None else np.zeros(len(ks))).astype(np.int64)
+            stall: Any = np.flatnonzero(ks == dest.stall_nth - 1) if dest.kind == "engine" and dest.stall_s else []
+            self.pipes[w].send((dest, due, int(stall[0]) if len(stall) else -1))
+        for w in self.ready:
+            msg = self.pipes[w].recv()
+            if msg[0] == "error":
+                errors.append(f"writer {w}: {msg[1]}")
+            else:
+                armed.append(w)
+        start = perf() + START_LEAD_NS
+        stop = start + int(seconds * 1e9) if rate is None else start + int((3 * seconds + 10) * 1e9)
+        for w in armed:
+            self.pipes[w].send((start, stop))
+        submit = np.zeros(len(plan), np.int64)
+        ack = np.zeros(len(plan), np.int64)
+        for w in armed:
+            _, s, a, err = self.pipes[w].recv()
+            submit[self.ids[w][: len(s)]] = s
+            ack[self.ids[w][: len(a)]] = a
+            if err:
+                errors.append(f"writer {w}: {err}")
+        return Run(start, submit, ack, errors, self.encode_s, self.nbytes, self.rss, self.mode, self.pinning)
+
+    def close(self) -> None:
+        for w in self.ready:
+            with contextlib.suppress(OSError):
+                self.pipes[w].send(None)
+        for h in self.handles:
+            h.join(timeout=30)
+
+    def __enter__(self) -> Writers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def run_writers(target: StreamTarget, dest: Destination, plan: Plan, rate: int | None, seconds: float,
                 engine_pids: list[int] | None = None) -> Run:
-    """Run ``plan`` against ``dest`` at ``rate`` events/s (``None``: as fast as possible) for
-    at most ``seconds`` (a fixed rate may overrun to ``3 × seconds + 10`` while behind)."""
-    step = 0.0 if rate is None else 1e9 / rate
-    cpus, pinning = _cpus(engine_pids or []) if not target.in_process else (None, "none: writers are "
-                                                                                  "threads of the engine's process")
-    pipes: list[Connection] = []
-    handles: list[Any] = []
-    global_ids: list[np.ndarray] = []
-    for w in range(plan.writers):
-        data, items, ks = plan.job(w)
-        due = (plan.last[ks] * step if rate is not None else np.zeros(len(ks))).astype(np.int64)
-        stall: Any = np.flatnonzero(ks == dest.stall_nth - 1) if dest.kind == "engine" and dest.stall_s else []
-        parent, child = Pipe()
-        args = (target, dest, data, items, due, cpus, int(stall[0]) if len(stall) else -1, child)
-        if target.in_process:
-            h: Any = threading.Thread(target=writer_main, args=args, name=f"stream-writer-{w}", daemon=True)
-            h.start()
-        else:
-            h = Child("writer_main", *args[:-1])
-            parent = h.conn
-        pipes.append(parent)
-        handles.append(h)
-        global_ids.append(ks)
-    errors: list[str] = []
-    encode_s, nbytes, rss = 0.0, 0, []
-    ready = []
-    for w, p in enumerate(pipes):
-        if not p.poll(READY_TIMEOUT_S):
-            errors.append(f"writer {w}: not ready after {READY_TIMEOUT_S:g} s")
-            continue
-        msg = p.recv()
-        if msg[0] == "error":
-            errors.append(f"writer {w}: {msg[1]}")
-            continue
-        encode_s = max(encode_s, msg[1])
-        nbytes += msg[2]
-        rss.append(msg[3])
-        ready.append(w)
-    start = perf() + START_LEAD_NS
-    stop = start + int(seconds * 1e9) if rate is None else start + int((3 * seconds + 10) * 1e9)
-    for w in ready:
-        pipes[w].send((start, stop))
-    submit = np.zeros(len(plan), np.int64)
-    ack = np.zeros(len(plan), np.int64)
-    for w in ready:
-        msg = pipes[w].recv()
-        _, s, a, err = msg
-        submit[global_ids[w][: len(s)]] = s
-        ack[global_ids[w][: len(a)]] = a
-        if err:
-            errors.append(f"writer {w}: {err}")
-    for h in handles:
-        h.join(timeout=30)
-    mode = (f"{plan.writers} writer thread(s) in the engine's process" if target.in_process
-            else f"{plan.writers} writer process(es)")
-    return Run(start, submit, ack, errors, encode_s, nbytes, rss, mode, pinning)
+    """One run of freshly started writers (:class:`Writers`) against ``dest``."""
+    with Writers(target, plan, engine_pids) as writers:
+        return writers.run(dest, rate, seconds)
 
 
 def row_latencies(plan: Plan, run: Run, rate: int | None, times: np.ndarray) -> np.ndarray:

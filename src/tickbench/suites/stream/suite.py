@@ -184,7 +184,7 @@ class StreamSuite(Suite):
                                 "tables": ",".join(o["stream_tables"])}
 
         def body() -> Record:
-            r = worker.call(4 * o["stream_seconds"] + 120 + ctx.protocol.timeout_s, op="stream",
+            r = worker.call(8 * o["stream_seconds"] + 600 + ctx.protocol.timeout_s, op="stream",
                             store=str(ctx.workdir / "stream" / "store"), rate=rate, writers=writers,
                             seconds=o["stream_seconds"], max_batch=o["stream_max_batch"],
                             linger=o["stream_linger"], tables=list(o["stream_tables"]))

@@ -26,7 +26,7 @@ from tickbench.data.calendar import BULK_DAY
 from tickbench.engines.base import Engine
 from tickbench.run.faults import stream_delays
 from tickbench.run.visibility import wait_visible
-from tickbench.suites.stream.harness import Destination, Plan, Run, Sink, row_latencies, run_writers
+from tickbench.suites.stream.harness import Destination, Plan, Run, Sink, Writers, row_latencies
 
 perf = time.perf_counter_ns
 
@@ -91,13 +91,13 @@ def stream_cell(adapter: Engine, store: Path, rate: int | None, writers: int, se
         adapter.ingest_open(store / "stream")
         target = adapter.ingest_stream_target()
         ceilings: dict[str, float] = {}
-        with Sink() as sink:
+        with Writers(target, plan, adapter.memory_pids() if adapter.has_server else []) as pool, Sink() as sink:
             sink_kinds = ("null",) if target.in_process else ("null", "sink")
             for kind in sink_kinds:
-                r = run_writers(target, Destination(kind, sink.port, writer_delay=writer_delay), plan, None, seconds)
+                r = pool.run(Destination(kind, sink.port, writer_delay=writer_delay), None, seconds)
                 errors += [f"{kind} sink: {e}" for e in r.errors]
                 ceilings[kind] = r.rate(plan)
-        out = _engine_run(adapter, target, dest, plan, replay, rate, seconds, errors)
+            out = _engine_run(adapter, pool, dest, plan, replay, rate, seconds, errors)
     finally:
         adapter.ingest_close()
         shutil.rmtree(store, ignore_errors=True)
@@ -141,7 +141,7 @@ def _bulk(adapter: Engine, store: Path, replay: Replay) -> dict[str, Any]:
             "bulk_visible_seconds": (visible - t0) / 1e9}
 
 
-def _engine_run(adapter: Engine, target: Any, dest: Destination, plan: Plan, replay: Replay, rate: int | None,
+def _engine_run(adapter: Engine, pool: Writers, dest: Destination, plan: Plan, replay: Replay, rate: int | None,
                 seconds: float, errors: list[str]) -> dict[str, Any]:
     polls: list[tuple[int, int, int]] = []
     snap_during = latency.new()
@@ -181,8 +181,7 @@ def _engine_run(adapter: Engine, target: Any, dest: Destination, plan: Plan, rep
     poller.start()
     snapper.start()
     try:
-        run = run_writers(target, dest, plan, rate, seconds,
-                          engine_pids=adapter.memory_pids() if adapter.has_server else [])
+        run = pool.run(dest, rate, seconds)
         acked_rows[0] = run.rows(plan)
     finally:
         done_at[0] = perf()

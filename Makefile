@@ -45,9 +45,9 @@ lint: venv
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
-## bench-ingest: each engine's maximum sustained ingest rate and its p99 at half of it
+## bench-ingest: per engine, harness ceiling, max sustained ingest rate, % of its bulk path, p99 at half of it
 bench-ingest: venv
-	$(BIN)/python benchmarks/ingest_rates.py --engines duckdb,chdb,questdb,postgres
+	$(BIN)/python benchmarks/ingest_rates.py --engines duckdb,chdb,questdb,postgres --writers 2 --tables book
 
 ## bench-generator: generator throughput (rows/s, MB/s per table) at SF 0.1
 bench-generator: venv

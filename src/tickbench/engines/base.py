@@ -188,6 +188,90 @@ class IngestClient(ABC):
         """Release the connection."""
 
 
+class StreamSender(ABC):
+    """One stream writer's connection on an engine's fastest streaming path (:class:`StreamTarget`);
+    used by one thread. :meth:`send` returns when the engine has acknowledged the payload."""
+
+    @abstractmethod
+    def send(self, payload: Any) -> None:
+        """Send one payload made by :meth:`StreamTarget.encode` and wait for the acknowledgement."""
+
+    def close(self) -> None:  # noqa: B027 - optional
+        """Release the connection."""
+
+
+class StreamTarget(ABC):
+    """Where the stream suite's writers send: the engine's fastest streaming path.
+
+    The suite cuts the rows into batches and has each writer :meth:`encode` its batches
+    *before* its clock starts (columnar Arrow, or the engine's wire format), then times only
+    :meth:`StreamSender.send`. A target whose :attr:`in_process` is ``False`` is plain data
+    (pickled into each writer *process*, which connects on its own); an embedded engine's
+    target (``in_process``) holds the open store and its writers are threads of the worker.
+    Targets do I/O only: no clocks, sleeps or retries.
+    """
+
+    #: Whether writers must run inside the engine's worker process (an embedded store).
+    in_process: ClassVar[bool] = False
+    #: One line for the results: the client path (library, protocol, payload form).
+    path: ClassVar[str] = ""
+
+    @abstractmethod
+    def encode(self, table: str, batch: pa.Table) -> Any:
+        """``batch`` (rows of ``table`` in SPEC column order) in the form :meth:`StreamSender.send`
+        takes; runs before the clock."""
+
+    def wire_bytes(self, payload: Any) -> bytes:
+        """The bytes ``payload`` puts on the wire, for the suite's loopback sink (the harness
+        ceiling); an in-process target's payload has none (the default: empty)."""
+        return b""
+
+    def payload_bytes(self, payload: Any) -> int:
+        """The size of ``payload`` in bytes, for the record (default: its wire bytes)."""
+        return len(self.wire_bytes(payload))
+
+    @abstractmethod
+    def connect(self) -> StreamSender:
+        """A new connection to the open ingest store (in the process that will send)."""
+
+    def connect_sink(self, host: str, port: int) -> StreamSender | None:
+        """A connection on the same client path to the suite's loopback HTTP sink (which
+        acknowledges any POST with 204 and stores nothing), when the client can speak to it;
+        ``None``: the suite posts :meth:`wire_bytes` with its own HTTP client instead."""
+        return None
+
+
+class RowsTarget(StreamTarget):
+    """The default stream target of an engine with the ingest capability: its
+    :class:`IngestClient` (row tuples, one ``write`` per batch) in threads of the worker."""
+
+    in_process = True
+    path = "IngestClient.write of row tuples (the engine's generic ingest client)"
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def encode(self, table: str, batch: pa.Table) -> Any:
+        cols = [batch.column(0).cast(pa.int64()).to_pylist()] + [batch.column(i).to_pylist()
+                                                                for i in range(1, batch.num_columns)]
+        return table, list(zip(*cols, strict=True))
+
+    def connect(self) -> StreamSender:
+        return _ClientSender(self.engine.ingest_client())
+
+
+class _ClientSender(StreamSender):
+    def __init__(self, client: IngestClient) -> None:
+        self.client = client
+
+    def send(self, payload: Any) -> None:
+        table, rows = payload
+        self.client.write(table, rows)
+
+    def close(self) -> None:
+        self.client.close()
+
+
 class Engine(ABC):
     """One engine under test, bound to a working directory and a dataset.
 
@@ -393,6 +477,22 @@ class Engine(ABC):
 
     def ingest_close(self) -> None:  # noqa: B027 - optional: nothing to close by default
         """Close the ingest store (its data stays on disk)."""
+
+    def ingest_stream_target(self) -> StreamTarget:
+        """The stream suite's target on the open ingest store: the engine's fastest streaming
+        path (:class:`StreamTarget`); the default sends row tuples through :meth:`ingest_client`."""
+        return RowsTarget(self)
+
+    def ingest_bulk(self, table: str, batch: pa.Table) -> None:
+        """Append ``batch`` (rows of ``table``, SPEC column order) to the open ingest store
+        through the engine's bulk path (the W path's client), returning when acknowledged; the
+        stream suite compares streaming with it. The default: one :meth:`ingest_client` write."""
+        payload = RowsTarget(self).encode(table, batch)
+        client = self.ingest_client()
+        try:
+            client.write(table, payload[1])
+        finally:
+            client.close()
 
     @classmethod
     def supports_ingest(cls) -> bool:

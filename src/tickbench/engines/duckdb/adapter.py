@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 
 from tickbench.data.schema import SCHEMAS, TABLES, rows_to_table
-from tickbench.engines.base import Engine, IngestClient, LoadFigures
+from tickbench.engines.base import Engine, IngestClient, LoadFigures, StreamSender, StreamTarget
 
 SCHEMA = (Path(__file__).parent / "schema.sql").read_text()
 PARAM = re.compile(r"\$([a-z_]+)")
@@ -46,6 +46,7 @@ def _insert_sql(table: str) -> str:
 
 
 INSERT = {t: _insert_sql(t) for t in TABLES}
+INSERT_ARROW = {t: f"INSERT INTO {t} SELECT * FROM tickbench_batch" for t in TABLES}
 
 
 class _Writer(IngestClient):
@@ -69,6 +70,45 @@ class _Writer(IngestClient):
 
     def close(self) -> None:
         self.cur.close()
+
+
+class _ArrowSender(StreamSender):
+    """A stream writer on its own cursor: a payload is an Arrow batch, one INSERT (one
+    transaction) scanning it."""
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        self.cur = cursor
+
+    def send(self, payload: Any) -> None:
+        table, batch = payload
+        self.cur.register("tickbench_batch", batch)
+        try:
+            self.cur.execute(INSERT_ARROW[table])
+        finally:
+            self.cur.unregister("tickbench_batch")
+
+    def close(self) -> None:
+        self.cur.close()
+
+
+class _ArrowTarget(StreamTarget):
+    """DuckDB's fastest streaming path: Arrow batches (cast before the clock) inserted by
+    writer threads of the worker, the one process that may open the store for writing."""
+
+    in_process = True
+    path = "Arrow batch registered and inserted (INSERT … SELECT), writer threads in the engine's process"
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+
+    def encode(self, table: str, batch: pa.Table) -> Any:
+        return table, batch.cast(SCHEMAS[table]).combine_chunks()
+
+    def payload_bytes(self, payload: Any) -> int:
+        return int(payload[1].nbytes)
+
+    def connect(self) -> StreamSender:
+        return _ArrowSender(self.con.cursor())
 
 
 class Adapter(Engine):
@@ -211,6 +251,18 @@ class Adapter(Engine):
 
     def ingest_client(self) -> IngestClient:
         return _Writer(self._ingest().cursor())
+
+    def ingest_stream_target(self) -> StreamTarget:
+        return _ArrowTarget(self._ingest())
+
+    def ingest_bulk(self, table: str, batch: pa.Table) -> None:
+        """One Arrow scan of the whole batch, as the W path inserts a file's rows."""
+        target = self.ingest_stream_target()
+        sender = target.connect()
+        try:
+            sender.send(target.encode(table, batch))
+        finally:
+            sender.close()
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         order = "ts, trade_id" if table == "trades" else "ts"

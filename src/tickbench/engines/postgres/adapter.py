@@ -38,10 +38,10 @@ import pyarrow.parquet as pq
 from psycopg import sql
 
 from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures
+from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures, StreamTarget
 from tickbench.engines.postgres import pgcopy
 from tickbench.engines.postgres.pgcopy import result_arrow
-from tickbench.engines.postgres.writer import Writer
+from tickbench.engines.postgres.writer import CopyTarget, Writer
 from tickbench.engines.server import (
     LOOPBACK,
     InstallStep,
@@ -502,6 +502,22 @@ class Adapter(ServerEngine):
         conn = self._connect(INGEST_DB)
         conn.execute(SYNCHRONOUS_COMMIT[self.ingest_setting])
         return Writer(conn)
+
+    def ingest_stream_target(self) -> StreamTarget:
+        if self.readers is None:
+            raise RuntimeError("the ingest store is not open")
+        conninfo = {"host": LOOPBACK, "port": self.port, "user": SUPERUSER, "dbname": INGEST_DB,
+                    "password": self.password_file.read_text(), "options": "-c timezone=UTC"}
+        return CopyTarget(conninfo, SYNCHRONOUS_COMMIT[self.ingest_setting])
+
+    def ingest_bulk(self, table: str, batch: pa.Table) -> None:
+        """W's client path: one binary COPY of the whole batch, one transaction."""
+        target = self.ingest_stream_target()
+        sender = target.connect()
+        try:
+            sender.send(target.encode(table, batch))
+        finally:
+            sender.close()
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         with self.reader().cursor() as cur:

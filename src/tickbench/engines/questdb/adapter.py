@@ -35,9 +35,9 @@ import pyarrow.parquet as pq
 from questdb import Sender, TimestampNanos
 
 from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures
+from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures, StreamTarget
 from tickbench.engines.questdb.schema import CREATE, INGEST, SCHEMA, SYMBOLS, TS_PATTERN, bind, imp_schema
-from tickbench.engines.questdb.writer import Writer
+from tickbench.engines.questdb.writer import IlpTarget, Writer
 from tickbench.engines.server import LOOPBACK, InstallStep, ServerEngine, tools_dir
 from tickbench.params import QueryParams
 
@@ -532,6 +532,18 @@ class Adapter(ServerEngine):
             f"auto_flush=off;request_timeout={ILP_REQUEST_TIMEOUT_MS};")
         sender.establish()
         return Writer(self, sender)
+
+    def ingest_stream_target(self) -> StreamTarget:
+        if self.ingest_setting is None:
+            raise RuntimeError("the ingest store is not open")
+        return IlpTarget(LOOPBACK, self.ports["http"], ILP_REQUEST_TIMEOUT_MS)
+
+    def ingest_bulk(self, table: str, batch: pa.Table) -> None:
+        """W's path: ``Sender.dataframe`` of the whole batch, one request per 64 MiB."""
+        with self._sender() as sender:
+            sender.dataframe(batch.to_pandas(), table_name=INGEST[table], symbols=SYMBOLS[table], at="ts")
+            sender.flush()
+        self._await([INGEST[table]])  # visible once the WAL apply reaches this commit
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         return self._export(bind(INGEST_READ[table], {"sym": sym}), keep=True).cast(SCHEMAS[table])

@@ -1,18 +1,19 @@
-"""The stream suite's work inside the engine's worker: replay the bulk-load day at a target
-rate with writer threads, poll for visibility, time the snapshot query; every latency goes into
-an HDR histogram that the parent merges and records.
+"""The stream suite's work inside the engine's worker: replay the bulk-load day's events at a
+target rate through writer processes (:mod:`.harness`), poll for visibility, time the snapshot
+query, measure the harness ceiling on the same writers and the engine's bulk path on the same
+rows; every latency goes into an HDR histogram that the parent merges and records.
 
-Writer, poller and query clients are threads of the worker: embedded engines allow one
-writing process per store (DuckDB locks its file, chDB one path per process), and the engines'
-Python clients release the GIL while the engine works, so threads do run concurrently there.
+Order within a cell: the bulk path (a store of its own), the harness ceiling (the loopback and
+null sinks), then the stream into a fresh store, with the poller and the snapshot query as
+threads of the worker.
 """
 
 from __future__ import annotations
 
+import math
 import shutil
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,223 +24,239 @@ import pyarrow.parquet as pq
 from tickbench import latency
 from tickbench.data.calendar import BULK_DAY
 from tickbench.engines.base import Engine
-from tickbench.run.faults import open_client
+from tickbench.run.faults import stream_delays
 from tickbench.run.visibility import wait_visible
+from tickbench.suites.stream.harness import Destination, Plan, Run, Sink, Writers, row_latencies
 
 perf = time.perf_counter_ns
+
+MAX_REPLAY = 1_000_000  # events in one cell at most
+MAX_REPLAY_BYTES = 192 << 20  # Arrow bytes of those events at most (writers copy them, then encode)
+TABLE_CODES = ("trades", "book")
 
 
 def stream_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
     """The worker operation ``stream``: one cell (:func:`stream_cell`)."""
     return stream_cell(adapter, Path(msg["store"]), msg["rate"], msg["writers"], msg["seconds"],
-                       msg["max_batch"], fault)
+                       msg["max_batch"], msg.get("linger", 0.01), tuple(msg.get("tables", TABLE_CODES)), fault)
 
 
-MAX_REPLAY = 1_000_000  # events held in memory for one cell (a book row is ~1.5 kB as Python)
+def batch_size(rate: int | None, max_batch: int, linger: float) -> int:
+    """Events per payload: ``max_batch`` as fast as possible; at a fixed rate, at most the
+    events due within ``linger`` seconds (a batch waits for its last event), at least one."""
+    if rate is None:
+        return max_batch
+    return max(1, min(max_batch, math.ceil(rate * linger)))
 
 
 class Replay:
-    """The bulk-load day's events (book snapshots and trades) merged in time order, as rows."""
+    """The bulk-load day's events of ``tables`` merged in time order, as Arrow (each table's
+    first rows: the merge is stable and each table is sorted by ``ts``)."""
 
-    def __init__(self, adapter: Engine, limit: int) -> None:
-        tables = {t: pa.concat_tables(pq.read_table(f) for f in adapter.dataset.files(t, [BULK_DAY.isoformat()]))
-                  for t in ("trades", "book")}
-        tables = {t: tb.sort_by([("ts", "ascending")]) for t, tb in tables.items()}
-        ts = np.concatenate([tables[t].column("ts").cast(pa.int64()).to_numpy() for t in ("trades", "book")])
-        which = np.concatenate([np.zeros(tables["trades"].num_rows, np.int8),
-                                np.ones(tables["book"].num_rows, np.int8)])
-        order = np.argsort(ts, kind="stable")[:limit]
+    def __init__(self, adapter: Engine, limit: int, tables: tuple[str, ...]) -> None:
+        read = {t: pa.concat_tables(pq.read_table(f) for f in adapter.dataset.files(t, [BULK_DAY.isoformat()]))
+                .sort_by([("ts", "ascending")]) for t in tables}
+        ts = np.concatenate([read[t].column("ts").cast(pa.int64()).to_numpy() for t in tables])
+        which = np.concatenate([np.full(read[t].num_rows, c, np.int8) for c, t in enumerate(tables)])
         self.total = len(ts)
-        self.table_of = which[order]  # 0 trades, 1 book, per event
-        counts = {"trades": int((self.table_of == 0).sum()), "book": int((self.table_of == 1).sum())}
-        # Each table is sorted by ts and the merge is stable, so the first N events take a
-        # prefix of each table; the k-th event of a table is its k-th row.
-        self.rank = np.empty(len(order), np.int64)
-        for code in (0, 1):
-            mask = self.table_of == code
-            self.rank[mask] = np.arange(int(mask.sum()))
-        self.rows = {t: _as_rows(tables[t].slice(0, counts[t])) for t in ("trades", "book")}
-        self.syms = {t: sorted(set(tables[t].slice(0, counts[t]).column("sym").to_pylist())) for t in self.rows}
+        per_event = sum(read[t].nbytes for t in tables) / max(1, self.total)
+        limit = min(limit, max(1, int(MAX_REPLAY_BYTES / max(1.0, per_event))))
+        order = np.argsort(ts, kind="stable")[:limit]
+        self.which = which[order]
+        self.tables = {t: read[t].slice(0, int((self.which == c).sum())).combine_chunks()
+                       for c, t in enumerate(tables)}
+        self.syms = {t: sorted(set(tb.column("sym").to_pylist())) for t, tb in self.tables.items()}
 
     def __len__(self) -> int:
-        return len(self.table_of)
-
-    def runs(self, events: Sequence[int]) -> list[tuple[str, list[tuple[Any, ...]], list[int]]]:
-        """``events`` as at most one write per table: (table, rows, event indices), each table's
-        rows in time order. A writer that is behind sends its backlog as two batches, not as
-        the many short runs of the interleaved feed (each would be a commit of its own)."""
-        out: dict[str, tuple[str, list[tuple[Any, ...]], list[int]]] = {}
-        for i in events:
-            table = "book" if self.table_of[i] else "trades"
-            run = out.setdefault(table, (table, [], []))
-            run[1].append(self.rows[table][self.rank[i]])
-            run[2].append(i)
-        return sorted(out.values(), key=lambda r: r[2][0])
-
-
-def _as_rows(table: pa.Table) -> list[tuple[Any, ...]]:
-    cols = [table.column("ts").cast(pa.int64()).to_pylist()] + [table.column(i).to_pylist()
-                                                              for i in range(1, table.num_columns)]
-    return list(zip(*cols, strict=True))
+        return len(self.which)
 
 
 def stream_cell(adapter: Engine, store: Path, rate: int | None, writers: int, seconds: float,
-                max_batch: int, fault: dict[str, str]) -> dict[str, Any]:
-    """Replay the day at ``rate`` events/s (``None``: as fast as possible) with ``writers``
-    writer threads for at most ``seconds``; measure every event from its intended send time.
-
-    Event ``i`` is due at ``start + i / rate`` and belongs to writer ``i mod writers``. Each
-    loop a writer sends every one of its events already due (up to ``max_batch`` per write):
-    one event per write while it keeps up, a batch when it is behind. An event's latency is
-    its acknowledgement time minus its intended send time, so a stall delays, and shows in,
-    every event due during it (no coordinated omission). As fast as possible, every event is
-    due at once: batches of ``max_batch`` and latency from the write's submission.
-    """
+                max_batch: int, linger: float, tables: tuple[str, ...], fault: dict[str, str]) -> dict[str, Any]:
+    """One cell: the events of ``tables`` at ``rate`` events/s (``None``: as fast as possible)
+    by ``writers`` writers for at most ``seconds``; every row measured from its intended send
+    time (``start + i / rate`` for event ``i``), so a stall shows in every event due during it."""
     shutil.rmtree(store, ignore_errors=True)
     limit = MAX_REPLAY if rate is None else min(MAX_REPLAY, max(1, int(rate * seconds)))
-    replay = Replay(adapter, limit)
-    n = len(replay)
-    adapter.ingest_open(store)
+    replay = Replay(adapter, limit, tables)
+    batch = batch_size(rate, max_batch, linger)
+    plan = Plan.build(replay.tables, replay.which, batch, writers)
+    delays = stream_delays(fault)
+    writer_delay = delays["writer_delay"]
+    dest = Destination("engine", writer_delay=writer_delay, ack_delay=delays["ack_delay"],
+                       stall_s=delays["stall_s"], stall_nth=int(delays["stall_nth"]))
+    errors: list[str] = []
     try:
-        clients = [open_client(adapter, fault) for _ in range(writers)]
-        lat = [latency.new() for _ in range(writers)]
-        service = [latency.new() for _ in range(writers)]
-        acks: list[list[tuple[int, int]]] = [[] for _ in range(writers)]
-        sent = [0] * writers
-        done = threading.Event()
-        polls: list[tuple[int, int, int]] = []
-        snap_during = latency.new()
-        errors: list[str] = []
-        start = perf() + 50_000_000  # 50 ms for every thread to be waiting on the clock
-        # Fixed rates may overrun while behind; the hard stop bounds a cell that cannot keep up.
-        stop_at = start + int(seconds * 1e9) if rate is None else start + int((3 * seconds + 10) * 1e9)
-        step = 0.0 if rate is None else 1e9 / rate
-
-        def write_loop(w: int) -> None:
-            mine = range(w, n, writers)
-            pos = 0
-            h, s, log, client = lat[w], service[w], acks[w], clients[w]
-            try:
-                while pos < len(mine):
-                    now = perf()
-                    if now >= stop_at:
-                        return
-                    if rate is None:
-                        end = min(len(mine), pos + max_batch)
-                    else:
-                        last_due = int((now - start) / step) if now >= start else -1
-                        due = 0 if last_due < w else (last_due - w) // writers + 1
-                        if due <= pos:
-                            time.sleep(max(0.0, (start + mine[pos] * step - now) / 1e9))
-                            continue
-                        end = min(due, len(mine), pos + max_batch)
-                    submitted = perf()
-                    for table, rows, idx in replay.runs(mine[pos:end]):
-                        t0 = perf()
-                        client.write(table, rows)
-                        ack = perf()
-                        latency.record(s, ack - t0, len(rows))
-                        log.append((ack, len(rows)))
-                        if rate is None:
-                            latency.record(h, ack - submitted, len(rows))
-                        else:
-                            for i in idx:
-                                latency.record(h, ack - (start + int(i * step)))
-                    sent[w] += end - pos
-                    pos = end
-            except Exception as exc:  # recorded for the cell; the other threads go on
-                errors.append(f"writer {w}: {type(exc).__name__}: {exc}")
-
-        def poll_loop() -> None:
-            # Back-to-back count queries, 1 ms apart, until every event sent is visible.
-            try:
-                while True:
-                    finished = done.is_set()  # read before the poll: it then started after every ack
-                    t0 = perf()
-                    seen = adapter.ingest_count("trades") + adapter.ingest_count("book")
-                    polls.append((t0, perf(), seen))
-                    if finished and seen >= sum(sent):
-                        return
-                    if done.is_set() and perf() > stop_at + 30_000_000_000:
-                        errors.append(f"poller: {sum(sent) - seen} acknowledged rows never became visible")
-                        return
-                    time.sleep(0.001)
-            except Exception as exc:
-                errors.append(f"poller: {type(exc).__name__}: {exc}")
-
-        def snapshot_loop() -> None:
-            try:
-                while not done.is_set():
-                    t0 = perf()
-                    adapter.ingest_latest()
-                    latency.record(snap_during, perf() - t0)
-                    time.sleep(0.1)
-            except Exception as exc:
-                errors.append(f"snapshot: {type(exc).__name__}: {exc}")
-
-        threads = [threading.Thread(target=write_loop, args=(w,), name=f"writer-{w}") for w in range(writers)]
-        poller = threading.Thread(target=poll_loop, name="poller")
-        snapper = threading.Thread(target=snapshot_loop, name="snapshot")
-        for t in (*threads, poller, snapper):
-            t.start()
-        for t in threads:
-            t.join()
-        end_ns = max((log[-1][0] for log in acks if log), default=start)
-        done.set()
-        snapper.join()
-        poller.join()
-        for c in clients:
-            c.close()
-            wait_visible(c)
-            wait_visible(c)
-        snap_after = latency.new()
-        for _ in range(20):
-            t0 = perf()
-            adapter.ingest_latest()
-            latency.record(snap_after, perf() - t0)
-        visibility = _visibility(acks, polls)
-        counted = adapter.ingest_count("trades") + adapter.ingest_count("book")
-        read = {t: sum(adapter.ingest_read(t, sym).num_rows for sym in replay.syms[t]) for t in ("trades", "book")}
+        bulk = _bulk(adapter, store / "bulk", replay)
+        adapter.ingest_open(store / "stream")
+        target = adapter.ingest_stream_target()
+        ceilings: dict[str, float] = {}
+        with Writers(target, plan, adapter.memory_pids() if adapter.has_server else []) as pool, Sink() as sink:
+            sink_kinds = ("null",) if target.in_process else ("null", "sink")
+            for kind in sink_kinds:
+                r = pool.run(Destination(kind, sink.port, writer_delay=writer_delay), None, seconds)
+                errors += [f"{kind} sink: {e}" for e in r.errors]
+                ceilings[kind] = r.rate(plan)
+            out = _engine_run(adapter, pool, dest, plan, replay, rate, seconds, errors)
     finally:
         adapter.ingest_close()
         shutil.rmtree(store, ignore_errors=True)
-    total_sent = sum(sent)
-    sent_by_table = {"trades": 0, "book": 0}
-    for w in range(writers):
-        for i in range(w, n, writers)[: sent[w]]:
-            sent_by_table["book" if replay.table_of[i] else "trades"] += 1
-    elapsed = max(1, end_ns - start)
-    return {
-        "planned": n, "written": total_sent, "read": sum(read.values()), "counted": counted,
-        "written_by_table": sent_by_table, "read_by_table": read, "dataset_events": replay.total,
-        "seconds": elapsed / 1e9, "throughput": total_sent / (elapsed / 1e9), "errors": errors,
-        "latency_hdr": latency.encode(_merged(lat)), "service_hdr": latency.encode(_merged(service)),
-        "visibility_hdr": latency.encode(visibility), "snapshot_during_hdr": latency.encode(snap_during),
-        "snapshot_after_hdr": latency.encode(snap_after), "polls": len(polls),
-    }
-
-
-def _merged(hs: list[Any]) -> Any:
-    out = latency.new()
-    for h in hs:
-        out.add(h)
+    setting = adapter.durability_setting(None)
+    durable = setting in adapter.ingest_durable
+    ceiling_kind = "null" if target.in_process else "sink"
+    out.update({
+        "batch": batch, "tables": ",".join(tables), "path": target.path, "dataset_events": replay.total,
+        "ceiling": ceilings.get(ceiling_kind, 0.0), "ceiling_sink": "null sink (writer threads, no transport)"
+        if target.in_process else "loopback HTTP sink (same writer processes and client)",
+        "ceiling_null": ceilings.get("null"), "ceiling_loopback": ceilings.get("sink"), **bulk,
+        "durability": setting, "durable_hdr": out["latency_hdr"] if durable else "",
+        "durable_rate": out["throughput"] if durable else None,
+        "durable_note": (f"acknowledged under {setting}, which the engine declares durable (no acknowledged row "
+                         "lost when its processes are killed; the durability suite checks it): durable = acknowledged"
+                         if durable else f"acknowledged under {setting}, which the engine does not declare durable: "
+                         "not measured"),
+    })
+    out["errors"] = errors
     return out
 
 
-def _visibility(acks: list[list[tuple[int, int]]], polls: list[tuple[int, int, int]]) -> Any:
-    """Acknowledged → visible, per event: for the ``j``-th acknowledgement in time order, with
+def _bulk(adapter: Engine, store: Path, replay: Replay) -> dict[str, Any]:
+    """The same rows through the engine's bulk path (:meth:`Engine.ingest_bulk`) into a store of
+    their own: rows per second to the acknowledgement, and to visibility."""
+    adapter.ingest_open(store)
+    try:
+        rows = sum(tb.num_rows for tb in replay.tables.values())
+        t0 = perf()
+        for table, tb in replay.tables.items():
+            adapter.ingest_bulk(table, tb)
+        acked = perf()
+        wait_visible(adapter)
+        visible = perf()
+        counted = sum(adapter.ingest_count(t) for t in replay.tables)
+    finally:
+        adapter.ingest_close()
+    if counted != rows:
+        raise RuntimeError(f"bulk path: {rows} rows acknowledged, {counted} counted")
+    return {"bulk_rows": rows, "bulk_seconds": (acked - t0) / 1e9, "bulk_rate": rows / max(1e-9, (acked - t0) / 1e9),
+            "bulk_visible_seconds": (visible - t0) / 1e9}
+
+
+def _engine_run(adapter: Engine, pool: Writers, dest: Destination, plan: Plan, replay: Replay, rate: int | None,
+                seconds: float, errors: list[str]) -> dict[str, Any]:
+    polls: list[tuple[int, int, int]] = []
+    snap_during = latency.new()
+    done = threading.Event()
+    acked_rows = [-1]  # set once the writers are done: the rows the poller must see
+
+    def poll_loop() -> None:
+        # Back-to-back count queries, 1 ms apart, until every acknowledged row is visible.
+        try:
+            while True:
+                finished = done.is_set()  # read before the poll: it then started after every ack
+                t0 = perf()
+                seen = sum(adapter.ingest_count(t) for t in replay.tables)
+                polls.append((t0, perf(), seen))
+                if finished and seen >= acked_rows[0]:
+                    return
+                if finished and perf() - done_at[0] > 60_000_000_000:
+                    errors.append(f"poller: {acked_rows[0] - seen} acknowledged rows never became visible")
+                    return
+                time.sleep(0.001)
+        except Exception as exc:
+            errors.append(f"poller: {type(exc).__name__}: {exc}")
+
+    def snapshot_loop() -> None:
+        try:
+            while not done.is_set():
+                t0 = perf()
+                adapter.ingest_latest()
+                latency.record(snap_during, perf() - t0)
+                time.sleep(0.1)
+        except Exception as exc:
+            errors.append(f"snapshot: {type(exc).__name__}: {exc}")
+
+    done_at = [0]
+    poller = threading.Thread(target=poll_loop, name="poller")
+    snapper = threading.Thread(target=snapshot_loop, name="snapshot")
+    poller.start()
+    snapper.start()
+    try:
+        run = pool.run(dest, rate, seconds)
+        acked_rows[0] = run.rows(plan)
+    finally:
+        done_at[0] = perf()
+        done.set()
+        snapper.join()
+        poller.join()
+    errors += run.errors
+    wait_visible(adapter)
+    snap_after = latency.new()
+    for _ in range(20):
+        t0 = perf()
+        adapter.ingest_latest()
+        latency.record(snap_after, perf() - t0)
+    counted = sum(adapter.ingest_count(t) for t in replay.tables)
+    read = {t: sum(adapter.ingest_read(t, sym).num_rows for sym in replay.syms[t]) for t in replay.tables}
+    return _figures(plan, run, rate, polls, snap_during, snap_after, counted, read)
+
+
+def _hist(values_ns: np.ndarray) -> Any:
+    """An HDR histogram of ``values_ns``, quantised to whole microseconds first (far finer
+    than the histogram's 3 significant digits above 1 ms) so that each distinct value is
+    recorded once with its count."""
+    h = latency.new()
+    if len(values_ns):
+        vals, counts = np.unique(np.maximum(values_ns, 1) // 1000 * 1000 + 500, return_counts=True)
+        for v, c in zip(vals.tolist(), counts.tolist(), strict=True):
+            latency.record(h, v, c)
+    return h
+
+
+def _figures(plan: Plan, run: Run, rate: int | None, polls: list[tuple[int, int, int]], snap_during: Any,
+             snap_after: Any, counted: int, read: dict[str, int]) -> dict[str, Any]:
+    sent = run.sent
+    written = run.rows(plan)
+    by_table = {t: 0 for t in plan.tables}
+    for k in np.flatnonzero(sent):
+        by_table[plan.table[k]] += int(plan.rows[k])
+    service = latency.new()
+    for k in np.flatnonzero(sent):
+        latency.record(service, int(run.ack[k] - run.submit[k]), int(plan.rows[k]))
+    acks = sorted((int(run.ack[k]), int(plan.rows[k])) for k in np.flatnonzero(sent))
+    visibility, visible_end = _visibility(acks, polls)
+    elapsed = max(1, max((a for a, _ in acks), default=run.start) - run.start)
+    return {
+        "planned": plan.total_rows, "written": written, "read": sum(read.values()), "counted": counted,
+        "written_by_table": by_table, "read_by_table": read,
+        "seconds": elapsed / 1e9, "throughput": written / (elapsed / 1e9),
+        "sent_rate": run.rate(plan, run.submit) if written else 0.0,
+        "visible_rate": written / max(1e-9, (visible_end - run.start) / 1e9) if visible_end else None,
+        "latency_hdr": latency.encode(_hist(row_latencies(plan, run, rate, run.ack))),
+        # As fast as possible every row is due at its own submission: no sent latency to tell.
+        "sent_hdr": latency.encode(_hist(row_latencies(plan, run, rate, run.submit))) if rate else "",
+        "service_hdr": latency.encode(service), "visibility_hdr": latency.encode(visibility),
+        "snapshot_during_hdr": latency.encode(snap_during), "snapshot_after_hdr": latency.encode(snap_after),
+        "polls": len(polls), "writer_mode": run.mode, "pinning": run.pinning, "encode_seconds": run.encode_s,
+        "encoded_bytes": run.encoded_bytes, "writer_rss_bytes": run.writer_rss, "start_ns": run.start,
+    }
+
+
+def _visibility(acks: list[tuple[int, int]], polls: list[tuple[int, int, int]]) -> tuple[Any, int]:
+    """Acknowledged → visible, per row: for the ``j``-th acknowledgement in time order, with
     ``C_j`` rows acknowledged by then, the end of the first count query that started after it
     and saw at least ``C_j`` rows. With several writers a count cannot tell whose rows it saw,
-    so this is the time until *as many* rows were visible, not those very rows."""
+    so this is the time until *as many* rows were visible, not those very rows. Also the end of
+    the poll that saw the last row (0 if none did)."""
     h = latency.new()
-    log = sorted(a for per in acks for a in per)
     k = 0
     cumulative = 0
-    for ack, nrows in log:
+    last = 0
+    for ack, nrows in acks:
         cumulative += nrows
         while k < len(polls) and (polls[k][0] < ack or polls[k][2] < cumulative):
             k += 1
         if k == len(polls):
-            break
+            return h, 0
         latency.record(h, polls[k][1] - ack, nrows)
-    return h
+        last = polls[k][1]
+    return h, last

@@ -1,0 +1,83 @@
+"""The stream suite's harness: the sink offers far more than the tests' writer configurations
+need, and the client-bound mark tells a slow engine from a slow client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from tickbench.data.dataset import Dataset
+from tickbench.report.sections import markdown as render_beyond
+from tickbench.results import read_results
+from tickbench.run.cell import Protocol
+from tickbench.run.faults import FAULTS_ENV
+from tickbench.run.session import RunConfig, run, suite_options
+from tickbench.suites.stream.harness import Destination, Plan, Sink, SinkTarget, bound, run_writers
+from tickbench.suites.stream.worker import batch_size
+
+#: The stream cells the tests run (tests/test_suites_beyond.py and below): (rate, writers).
+TEST_CELLS = ((2000, 1), (200, 1), (400, 1))
+MAX_BATCH, LINGER = 1000, 0.01
+
+
+def _plan(events: int, batch: int, writers: int) -> Plan:
+    book = pa.table({"ts": pa.array(np.arange(events), pa.int64()), "price": pa.array(np.linspace(1, 2, events))})
+    return Plan.build({"book": book}, np.zeros(events, np.int8), batch, writers)
+
+
+@pytest.mark.slow
+def test_sink_offers_ten_times_what_the_tests_need() -> None:
+    # Each configuration's batch size and writer count, as fast as possible into the loopback
+    # sink through writer processes: the offered rate must be ≥ 10× the cell's target rate.
+    with Sink() as sink:
+        target = SinkTarget(sink.port)
+        for rate, writers in TEST_CELLS:
+            batch = batch_size(rate, MAX_BATCH, LINGER)
+            plan = _plan(20 * rate, batch, writers)
+            result = run_writers(target, Destination("sink", sink.port), plan, None, 10.0)
+            assert not result.errors, result.errors
+            assert result.rows(plan) == plan.total_rows
+            offered = result.rate(plan)
+            assert offered >= 10 * rate, (rate, batch, offered)
+
+
+@pytest.mark.slow
+def test_slow_sink_is_the_engines_limit_and_slow_writer_is_client_bound() -> None:
+    plan = _plan(400, 2, 1)
+    with Sink() as fast, Sink(delay=0.005) as slow:
+        # The slowed sink plays the engine: far below the ceiling of the same writers.
+        ceiling = run_writers(SinkTarget(fast.port), Destination("sink", fast.port), plan, None, 10.0).rate(plan)
+        engine = run_writers(SinkTarget(slow.port), Destination("engine"), plan, None, 10.0).rate(plan)
+        assert engine < ceiling / 4 and not bound(engine, ceiling), (engine, ceiling)
+        # A slowed writer slows the ceiling as much as the engine: client-bound.
+        dest = Destination("sink", fast.port, writer_delay=0.005)
+        ceiling = run_writers(SinkTarget(fast.port), dest, plan, None, 10.0).rate(plan)
+        engine = run_writers(SinkTarget(fast.port), Destination("engine", writer_delay=0.005), plan, None,
+                             10.0).rate(plan)
+        assert bound(engine, ceiling), (engine, ceiling)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("fault", "client_bound"), [("ack_delay=0.05", False), ("writer_delay=0.05", True)])
+def test_stream_cell_marks_client_bound(tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        fault: str, client_bound: bool) -> None:
+    # Writes of 4 events as fast as possible for 1 s. A 50 ms delay per
+    # acknowledgement (a slower engine) or per send (a slower client) caps the cell near 80
+    # events/s either way; only the slow client slows the harness ceiling too.
+    monkeypatch.setenv(FAULTS_ENV, f"duckdb:{fault}")
+    out = tmp_path / "r"
+    run(RunConfig(engines=["duckdb"], data=tiny.root, out=out, seed=7, suite="stream",
+                  protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300), verify_dataset=False,
+                  options=suite_options(stream_rates=(None,), stream_writers=(1,), stream_seconds=1.0,
+                                        stream_max_batch=4)))
+    saved = read_results(out / "results.json")
+    rec = saved.records[0]
+    f = rec.figures
+    assert rec.status == "ok", rec.reason
+    assert f["ceiling"] > 0 and f["bulk_rate"] > 0 and f["pct_of_bulk"] is not None
+    assert f["client_bound"] is client_bound, (f["throughput"], f["ceiling"])
+    assert ("client-bound" in rec.notes) is client_bound
+    assert ("(client-bound)" in render_beyond(saved)) is client_bound

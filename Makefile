@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv run test test-fast lint bench-generator bench-ingest install-servers screenshot clean
+.PHONY: venv run run-paper test test-fast lint bench-generator bench-ingest install-servers screenshot clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,20 @@ venv: $(STAMP)
 run: venv
 	rm -rf results/latest
 	$(BIN)/tickbench run --out results/latest
+
+## run-paper: the reference run at the paper's scale (SF 1, about 57 M rows): generate (or reuse)
+## data/sf1-seed7, run the published suite on every engine (servers need `make install-servers`;
+## an engine that is not installed is recorded as unavailable), verify, write results/paper.
+## An interrupted run continues where it stopped; `rm -rf results/paper` starts over.
+PAPER_ENGINES ?= duckdb,chdb,polars,arcticdb,questdb,timescaledb,postgres,influxdb,kdb
+PAPER_REPETITIONS ?= 5
+run-paper: venv
+	@if [ -f results/paper/results.json ]; then \
+	  $(BIN)/tickbench run --resume results/paper; \
+	else \
+	  $(BIN)/tickbench run --engines $(PAPER_ENGINES) --scale 1 --seed 7 --repetitions $(PAPER_REPETITIONS) \
+	    --out results/paper; \
+	fi
 
 ## test: the whole test suite (server tests need `make install-servers` first; CI does it)
 test: venv

@@ -130,6 +130,15 @@ def test_scaling(tiny: Dataset, tmp_path: Path) -> None:
     assert "Scaling with data read" in render_beyond(results)
 
 
+def test_scaling_of_chosen_queries(tiny: Dataset, tmp_path: Path) -> None:
+    opts = suite_options(scaling_factor=1.0, scaling_spans=("day", "week"), scaling_queries=("O-T", "O-NBBO"))
+    results = _run(tiny, tmp_path / "r", "scaling", opts)
+    assert [r.benchmark for r in results.records] == ["scaling/O-T", "scaling/O-NBBO"]
+    for rec in results.records:
+        assert rec.status == "ok" and rec.verified, (rec.benchmark, rec.reason)
+        assert {p["span"] for p in rec.figures["points"]} == {"day", "week"}
+
+
 @pytest.mark.slow
 def test_engine_without_ingest_is_recorded_unsupported(tiny: Dataset, tmp_path: Path) -> None:
     from tickbench.engines.registry import adapter_class, engine_infos

@@ -25,9 +25,11 @@ from tickbench.report.summary import merge
 from tickbench.report.terminal import print_summary
 from tickbench.results import Results, ResultsError, read_results
 from tickbench.run.cell import Protocol
+from tickbench.run.endpoints import EndpointError, merge_endpoints, parse_endpoint, read_config
 from tickbench.run.session import (
     RunConfig,
     RunError,
+    check_endpoints,
     check_engines,
     check_suite,
     resume_config,
@@ -121,6 +123,16 @@ def run_cmd(
     resume: Annotated[
         Path | None, typer.Option(help="continue the interrupted run in this directory (its settings are reused)")
     ] = None,
+    endpoint: Annotated[list[str] | None, typer.Option(
+        help="ENGINE=HOST:PORT: run ENGINE against a server you run (repeatable, or comma-separated); "
+             "no install, start or stop; credentials from the environment only (README: Your own deployment)",
+        rich_help_panel="Your own deployment")] = None,
+    config: Annotated[Path | None, typer.Option(
+        help="a TOML file of [endpoints.<engine>] tables (host, port, user, database, password_env, namespace)",
+        rich_help_panel="Your own deployment")] = None,
+    keep: Annotated[bool, typer.Option(
+        help="leave tickbench's tables on the endpoints after the run (default: dropped)",
+        rich_help_panel="Your own deployment")] = False,
     **suite_opts: Any,
 ) -> None:
     """Generate (or open) the dataset, load each engine, run, verify, write results and reports.
@@ -131,11 +143,17 @@ def run_cmd(
             cfg = resume_config(resume)
             _run_and_report(cfg)
             return
-        names = [e.strip() for e in engines.split(",") if e.strip()] if engines else default_engines()
+        endpoints = merge_endpoints(read_config(config, keep) if config else [],
+                          [e for text in endpoint or [] for e in parse_endpoint(text, keep)])
+        if engines:
+            names = [e.strip() for e in engines.split(",") if e.strip()]
+        else:  # the endpoints' engines when any are given, else the embedded ones available here
+            names = list(endpoints) or default_engines()
         check_engines(names)
         check_suite(suite)
         check_seed(seed)
-        _check_available(names)
+        check_endpoints(names, suite, cold, endpoints)  # before any data is generated or loaded
+        _check_available([n for n in names if n not in endpoints])
         if repetitions < 1:
             raise RunError(f"--repetitions {repetitions}: must be at least 1")
         if timeout <= 0:
@@ -154,10 +172,10 @@ def run_cmd(
             engines=names, data=data, out=out, seed=seed, suite=suite,
             protocol=Protocol(repetitions=repetitions, timeout_s=timeout, cold=cold,
                               save_answers=out / "answers" if save_answers else None),
-            options=options,
+            options=options, endpoints=endpoints,
         )
         _run_and_report(cfg)
-    except (DatasetError, RunError, ResultsError) as exc:
+    except (DatasetError, RunError, ResultsError, EndpointError) as exc:
         raise fail(str(exc)) from None
 
 
@@ -185,6 +203,8 @@ app.command("run")(_with_suite_options(run_cmd))
 def _check_available(names: list[str]) -> None:
     """An engine that cannot run here is recorded as unavailable in each of its cells; say so
     now, and refuse a run in which no engine can run at all."""
+    if not names:  # every engine runs against an external endpoint
+        return
     down = [a for a in map(availability, names) if not a.available]
     if len(down) == len(names):
         raise RunError("; ".join(f"--engines {a.name}: {a.reason}" for a in down))

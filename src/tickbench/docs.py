@@ -1,12 +1,17 @@
 """Generated documentation: the support matrix in README.md comes from the engine folders
 (``engine.toml`` files and query files), never from hand-edited text. ``make docs`` rewrites
-it; a test fails when it is stale."""
+it; a test fails when it is stale. ``--headline RESULTS.json`` rewrites README's headline (the
+reference run at the paper's scale, beside the paper) from a run's results."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from tickbench.engines.registry import adapter_class, engine_infos
+from tickbench.report import headline
+from tickbench.report.summary import merge
+from tickbench.results import read_results
 from tickbench.suites.published import BENCHMARKS
 from tickbench.suites.registry import suites
 
@@ -43,13 +48,18 @@ def support_matrix() -> str:
     return "\n".join(lines)
 
 
+def replace_block(text: str, start: str, end: str, body: str) -> str:
+    """``text`` with the block between the ``start`` and ``end`` markers replaced by ``body``."""
+    if start not in text or end not in text:
+        raise ValueError(f"README.md lacks the markers {start!r} … {end!r}")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{body}\n{end}{tail}"
+
+
 def render_readme(text: str) -> str:
     """``text`` with the block between the markers replaced by the current matrix."""
-    if START not in text or END not in text:
-        raise ValueError("README.md lacks the support-matrix markers")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{START}\n{support_matrix()}\n{END}{tail}"
+    return replace_block(text, START, END, support_matrix())
 
 
 def update_readme(path: Path) -> bool:
@@ -61,5 +71,24 @@ def update_readme(path: Path) -> bool:
     return new != old
 
 
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m tickbench.docs", description=__doc__)
+    ap.add_argument("--headline", type=Path, nargs="+", metavar="RESULTS.json",
+                    help="rewrite README's headline from this run (the reference run at SF 1); several "
+                         "runs of one dataset (e.g. engines run apart) are shown side by side")
+    ap.add_argument("--command", default="make run-paper", help="the command that produced the run")
+    ap.add_argument("--conditions", default="nothing else running",
+                    help="what else ran on the machine during the run")
+    args = ap.parse_args()
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    if args.headline is not None:
+        merged = merge([read_results(p) for p in args.headline])
+        if merged.warnings:
+            raise SystemExit("; ".join(merged.warnings))
+        body = headline.render(merged.results, args.command, args.conditions)
+        readme.write_text(replace_block(readme.read_text(), headline.START, headline.END, body))
+    update_readme(readme)
+
+
 if __name__ == "__main__":
-    update_readme(Path(__file__).resolve().parents[2] / "README.md")
+    main()

@@ -13,7 +13,9 @@ The folder name is the engine's CLI name, results key and test id. Adapters do I
 runner (:mod:`tickbench.run`) owns the clock, the repetitions, the timeouts and the memory
 measurement. An adapter never times, sleeps, polls, retries or flushes caches: an engine that
 makes acknowledged writes visible later says so through :meth:`Engine.pending_visibility`
-(and :meth:`IngestClient.pending_visibility`), and the runner waits.
+(and :meth:`IngestClient.pending_visibility`), one that goes on working on its store after a
+call returned (compaction) says so through :meth:`Engine.pending_settle`, and the runner waits
+(:mod:`tickbench.run.visibility`).
 
 The runner reads what an engine can do from declared capabilities and flags (``persistent``,
 ``has_server``, ``concurrency_model``, and the optional methods below, each with a default),
@@ -22,10 +24,21 @@ subclasses :class:`tickbench.engines.server.ServerEngine`, which implements the 
 lifecycle (install, service user, ports, start / ready / stop, ``memory_pids``,
 ``start_shared``, restarts for a server-wide setting, the ingest store's marker and readers)
 once for every server engine.
+
+An engine whose ``external_endpoint`` flag is set can also run against a server the user
+already runs (an :class:`Endpoint`, from ``tickbench run --endpoint ENGINE=HOST:PORT`` or a
+``--config`` file): then tickbench installs, starts, stops, kills and reconfigures nothing;
+it creates its own tables in a namespace of its own on that server (a schema, a table prefix
+or a database: each engine's README says which), marked as tickbench's, and drops them after
+the run unless the endpoint says ``keep``. The runner hands the endpoints to the engine
+processes through ``$TICKBENCH_ENDPOINTS`` (JSON; never a password: only the names of the
+environment variables that hold one).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import tomllib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -39,6 +52,8 @@ from tickbench.data.dataset import Dataset
 from tickbench.params import QueryParams
 
 ENGINES_DIR = Path(__file__).parent
+#: The endpoints of the run, as JSON ``{engine: Endpoint.as_json()}``, for the engine processes.
+ENDPOINTS_ENV = "TICKBENCH_ENDPOINTS"
 
 
 class EngineUnavailable(Exception):
@@ -81,6 +96,55 @@ class EngineInfo:
 
     def query_text(self, qid: str) -> str:
         return self.query_file(qid).read_text()
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A server the user runs, for engine ``engine``, that tickbench uses as it is.
+
+    Credentials never travel in it: ``password_env`` names the environment variable that holds
+    the password (each engine also reads its client's usual variables, e.g. ``PGPASSWORD``).
+    ``namespace`` is where tickbench's own tables go (a schema, a table prefix or a database,
+    per engine; ``None``: the engine's default); ``keep`` leaves them after the run."""
+
+    engine: str
+    host: str
+    port: int
+    user: str | None = None
+    database: str | None = None
+    password_env: str | None = None
+    namespace: str | None = None
+    keep: bool = False
+
+    def password(self) -> str | None:
+        """The password from ``$password_env`` (``None`` when unnamed or unset)."""
+        return os.environ.get(self.password_env) if self.password_env else None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def describe(self) -> str:
+        """How messages name it: ``the postgres endpoint db1:5432``."""
+        return f"the {self.engine} endpoint {self.address}"
+
+    def as_json(self) -> dict[str, Any]:
+        """Everything but credentials (the user name too stays out of results)."""
+        return {"engine": self.engine, "host": self.host, "port": self.port, "database": self.database,
+                "password_env": self.password_env, "namespace": self.namespace, "keep": self.keep}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Endpoint:
+        return cls(**raw)
+
+
+def endpoint_for(engine: str) -> Endpoint | None:
+    """The endpoint the run gives ``engine`` (from ``$TICKBENCH_ENDPOINTS``), if any."""
+    raw = os.environ.get(ENDPOINTS_ENV)
+    if not raw:
+        return None
+    given = json.loads(raw).get(engine)
+    return Endpoint.from_json(given) if given else None
 
 
 @dataclass(frozen=True)
@@ -146,12 +210,19 @@ class Engine(ABC):
     #: opening the loaded store with :meth:`start_shared`) or ``"threads"`` (client threads in
     #: one worker, each with its own adapter instance started with :meth:`start_shared`).
     concurrency_model: ClassVar[str] = "threads"
+    #: Whether the engine can run against a server the user runs (:class:`Endpoint`): no
+    #: install, start, stop, kill or server-wide setting; its own marked tables in a
+    #: namespace of its own, dropped after the run unless kept (see ``engines/server.py``).
+    external_endpoint: ClassVar[bool] = False
 
     def __init__(self, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
         # Absolute: a server started with another working directory must find its files.
         self.workdir = workdir.resolve()
         self.dataset = dataset
         self.params = params
+        #: The user's server this engine runs against, or ``None`` (tickbench's own).
+        info = getattr(type(self), "info", None)
+        self.endpoint: Endpoint | None = endpoint_for(info.name) if info and self.external_endpoint else None
 
     @classmethod
     @abstractmethod
@@ -190,14 +261,38 @@ class Engine(ABC):
         """The engine's own simplest bulk path on the same files, for comparison with W."""
         raise NotImplementedError
 
+    def storage_load(self) -> None:  # noqa: B027 - optional: most engines measure the loaded store
+        """SE's preparation, when the store SE measures is not the loaded one (e.g. a fresh
+        database holding the 30-day period alone): write it, and return without waiting for
+        the engine to settle. The runner calls it, waits while :meth:`pending_visibility` or
+        :meth:`pending_settle` answers ``True``, then calls :meth:`storage_bytes`. The default
+        writes nothing."""
+
     def storage_bytes(self) -> dict[str, int]:
         """SE: bytes the engine uses on disk for the loaded 30-day period, after it has
-        settled, keyed by what was measured (e.g. ``{"database_file": n}``)."""
+        settled (the runner waited for :meth:`pending_settle`), keyed by what was measured
+        (e.g. ``{"database_file": n}``)."""
         raise NotImplementedError
 
     def settings(self) -> dict[str, Any]:
         """The engine settings that matter for the results (recorded with them)."""
         return {}
+
+    def version(self) -> str:
+        """The version of the engine that runs (after :meth:`start`): :meth:`probe`'s, or the
+        one an external endpoint's server reports."""
+        return self.probe()
+
+    def check_endpoint_only(self) -> None:  # noqa: B027 - optional: only endpoint engines check
+        """With an external endpoint: connect, check that it answers and holds no table of
+        tickbench's names that tickbench did not create (raise :class:`EngineUnavailable`
+        naming them), disconnect; nothing is created or dropped. The runner calls it before
+        anything loads. Without one: nothing."""
+
+    def endpoint_info(self) -> dict[str, Any] | None:
+        """What results record of an external endpoint (address, the server's own version,
+        where tickbench's tables went; never credentials); ``None`` for tickbench's own."""
+        return None
 
     def memory_pids(self) -> list[int]:
         """Processes whose memory a query uses (default: the runner's own, in-process);
@@ -236,6 +331,18 @@ class Engine(ABC):
         (:func:`tickbench.run.visibility.wait_visible`) after :meth:`load`, :meth:`bulk_load`,
         :meth:`baseline_load`, :meth:`set_params` and :meth:`ingest_open`, and raises if the
         engine reports a write it cannot apply. The default is ``False``."""
+        return False
+
+    def pending_settle(self) -> bool:
+        """Whether the engine still does work, after a call returned, that the runner must
+        wait for before it goes on: work on the store it runs in the background once its
+        writes are acknowledged and visible, which changes what queries and SE measure (e.g.
+        InfluxDB snapshots its cache to TSM files and compacts each shard to one generation).
+        Like :meth:`pending_visibility`, it answers at once (one look at the store at most) and
+        never waits: the runner polls it with its own clock
+        (:func:`tickbench.run.visibility.wait_settled`) after :meth:`load` (inside the load's
+        timed interval) and after :meth:`storage_load`, before :meth:`storage_bytes`. The
+        default is ``False``: nothing left to do once a call returns."""
         return False
 
     def set_params(self, params: QueryParams) -> None:

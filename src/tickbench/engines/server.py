@@ -7,7 +7,7 @@ every server shares, so that an adapter keeps only what is its engine's own:
 the base (this module)                 the adapter (``engines/<name>/adapter.py``)
 =====================================  ===========================================================
 ``install()``: staging directory,      :meth:`~ServerEngine.installed`,
-error tails                            :meth:`~ServerEngine.install_steps`,
+error tails; ``require_installed()``   :meth:`~ServerEngine.install_steps`,
                                        :meth:`~ServerEngine.install_staged`, ``probe()``
 ``start()``: service user, reachable   :meth:`~ServerEngine.prepare`: its config file and argv;
 working directory, free ports, start,  :meth:`~ServerEngine.ready`: its readiness check;
@@ -21,9 +21,23 @@ ingest-store marker, reader pool       ``ingest_*``: its schema, writes and read
 =====================================  ===========================================================
 
 Readiness is polled here, by :meth:`ServerProcess.wait_ready`: lifecycle machinery on the
-runner's side (like the runner's clock), not an adapter's I/O. (One adapter still reaches it
-for something else: InfluxDB waits through it for its store to settle after a load.)
+runner's side (like the runner's clock), not an adapter's I/O; adapters never call it (a store
+that settles after a load says so through ``pending_settle()``, and the runner waits).
 tickbench never stops a process it did not start, and never listens on anything but 127.0.0.1.
+
+**External endpoints.** An adapter that sets ``external_endpoint`` (the engine contract's flag)
+also runs against a server the user runs, given as :attr:`Engine.endpoint`. Then ``start()``
+starts nothing: it takes the endpoint's port as the first of :attr:`port_names`, checks once
+that the server answers (:meth:`ready`; a message naming the engine and the endpoint if not),
+connects (:meth:`connect`), and refuses tables of tickbench's names that tickbench did not create
+(:meth:`check_endpoint`). ``stop()`` drops tickbench's own tables (:meth:`drop_own`) unless the
+endpoint keeps them, and ends no process; :meth:`memory_pids` is empty (the server's memory is
+not ours to sample); :meth:`restart_with` is refused (a server-wide setting). The adapter adds:
+
+* :attr:`namespace_default`, :attr:`namespace_kind`: where its tables go (schema, prefix, database);
+* :meth:`foreign_tables`: the tables of its names there that lack tickbench's marker;
+* :meth:`drop_own`: drop what carries the marker; :meth:`server_version`: the server's own word;
+* :attr:`host` (instead of 127.0.0.1) and the endpoint's user and password in its connections.
 """
 
 from __future__ import annotations
@@ -47,7 +61,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import psutil
 
-from tickbench.engines.base import Engine, EngineUnavailable
+from tickbench.engines.base import Endpoint, Engine, EngineUnavailable
 
 SERVICE_USER = "tickbench"
 LOOPBACK = "127.0.0.1"
@@ -252,8 +266,7 @@ class ServerProcess:
         when set); a server that does not answer in time is stopped.
 
         Lifecycle machinery on the runner's side (like the runner's clock), called by
-        :meth:`ServerEngine.start`; InfluxDB's adapter also waits for its store to settle
-        through it (see its README)."""
+        :meth:`ServerEngine.start` only, never from an adapter."""
         timeout = start_timeout(timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -388,6 +401,10 @@ class ServerEngine(Engine):
     memory_children: ClassVar[bool] = False
     #: The file in an ingest store's directory that says which tables of this server are its own.
     ingest_marker: ClassVar[str] = "server-ingest.json"
+    #: External endpoints: where tickbench's tables go by default, and what kind of namespace
+    #: that is (for messages: "schema", "table prefix", "database").
+    namespace_default: ClassVar[str] = "tickbench"
+    namespace_kind: ClassVar[str] = "namespace"
 
     server: ServerProcess | None = None
     #: True while attached to a server another worker started (start_shared), owning no process.
@@ -405,6 +422,13 @@ class ServerEngine(Engine):
     def installed(cls) -> bool:
         """Whether the engine's binaries are in place (then install() does nothing)."""
         raise NotImplementedError
+
+    @classmethod
+    def require_installed(cls) -> None:
+        """Raise :class:`EngineUnavailable`, naming the install command, when not :meth:`installed`
+        (the first check of every server engine's ``probe()``)."""
+        if not cls.installed():
+            raise EngineUnavailable(f"not installed; run `tickbench install {cls.info.name}`")
 
     @classmethod
     def install_steps(cls, stage: Path) -> list[InstallStep]:
@@ -455,6 +479,37 @@ class ServerEngine(Engine):
     def connect(self) -> None:
         """Open the client side on a server that answers (after start, or to attach)."""
 
+    # -- external endpoints: what the adapter provides -----------------------------------------
+
+    @property
+    def external(self) -> Endpoint | None:
+        """The user's server this adapter runs against, or ``None`` (tickbench's own)."""
+        return self.endpoint
+
+    @property
+    def host(self) -> str:
+        """Where the server listens: the endpoint's host, else 127.0.0.1."""
+        return self.endpoint.host if self.endpoint else LOOPBACK
+
+    @property
+    def namespace(self) -> str:
+        """Where tickbench's own tables go on an external endpoint."""
+        return (self.endpoint.namespace if self.endpoint else None) or self.namespace_default
+
+    def foreign_tables(self) -> list[str]:
+        """On an external endpoint: the tables (qualified names) of tickbench's names in its
+        namespace that tickbench did not create (no marker); tickbench refuses to touch them."""
+        raise NotImplementedError
+
+    def drop_own(self) -> None:
+        """On an external endpoint: drop every table that carries tickbench's marker in its
+        namespace (and the namespace itself where tickbench created it and it is empty)."""
+        raise NotImplementedError
+
+    def server_version(self) -> str:
+        """The version the running server reports (a query), for an external endpoint."""
+        raise NotImplementedError
+
     def disconnect(self) -> None:
         """Close what :meth:`connect` opened (stop() calls it first)."""
 
@@ -474,6 +529,9 @@ class ServerEngine(Engine):
             raise RuntimeError(f"{self.server_name} is not started")
 
     def start(self) -> None:
+        if self.endpoint is not None:
+            self._start_external(self.endpoint)
+            return
         self.probe()
         self.workdir.mkdir(parents=True, exist_ok=True)
         user = ensure_service_user()
@@ -501,10 +559,56 @@ class ServerEngine(Engine):
         (self.workdir / PORTS_FILE).write_text(json.dumps(self.ports))
         self.connect()
 
+    def _start_external(self, endpoint: Endpoint) -> None:
+        """Use the user's server as it is: one readiness check, connect, refuse foreign tables."""
+        self.ports = {self.port_names[0]: endpoint.port}
+        self.attached = True
+        try:
+            if not self.ready():
+                raise EngineUnavailable("it does not answer")
+        except Exception as exc:
+            self.attached = False
+            raise EngineUnavailable(f"{endpoint.describe()} cannot be used: {type(exc).__name__}: {exc}; "
+                                    f"check the host, the port and the credentials "
+                                    f"(password from ${endpoint.password_env or 'the client variables'})") from exc
+        try:
+            self.connect()
+            self.check_endpoint()
+        except BaseException:
+            self.disconnect()
+            self.attached = False
+            raise
+
+    def check_endpoint(self) -> None:
+        """Refuse an external endpoint whose namespace holds tables of tickbench's names that
+        tickbench did not create, naming them and what to do (tickbench never writes to or
+        drops a table it did not create)."""
+        endpoint = self.endpoint
+        if endpoint is None:
+            return
+        foreign = self.foreign_tables()
+        if foreign:
+            raise EngineUnavailable(
+                f"{endpoint.describe()} already holds {', '.join(foreign)}, which tickbench did not create "
+                f"(it carries no tickbench marker), so tickbench will not write to or drop it: rename or drop "
+                f"it yourself, or give tickbench another {self.namespace_kind} with namespace = \"...\" under "
+                f"[endpoints.{endpoint.engine}] in the --config file")
+
+    def check_endpoint_only(self) -> None:
+        if self.endpoint is None:
+            return
+        self._start_external(self.endpoint)
+        self.disconnect()
+        self.attached = False
+
     def start_shared(self) -> None:
         """Attach to the server another worker started over the same working directory (a
         concurrency client in a process of its own), through its port file. No process is
         started, and stop() ends none."""
+        if self.endpoint is not None:
+            self._start_external(self.endpoint)
+            self.shared_client = True
+            return
         try:
             self.ports = {str(k): int(v) for k, v in json.loads((self.workdir / PORTS_FILE).read_text()).items()}
         except (OSError, ValueError, AttributeError) as exc:
@@ -519,8 +623,15 @@ class ServerEngine(Engine):
             raise EngineUnavailable(f"the {self.server_name} server on {LOOPBACK} ports "
                                     f"{self.ports} does not answer: {exc}") from exc
 
+    #: A concurrency client attached to an external endpoint: its stop() drops nothing.
+    shared_client: bool = False
+
     def stop(self) -> None:
-        """Close the client side, then end the server this adapter started (if any)."""
+        """Close the client side, then end the server this adapter started (if any). On an
+        external endpoint: drop tickbench's own tables unless the endpoint keeps them; the
+        server is left running."""
+        if self.endpoint is not None and self.attached and not self.endpoint.keep and not self.shared_client:
+            self.drop_own()
         self.disconnect()
         self.attached = False
         if self.server is not None:
@@ -532,7 +643,7 @@ class ServerEngine(Engine):
         """The server's pid (and its children's, with :attr:`memory_children`); none when
         attached to another worker's server, which must not be killed from here."""
         pid = self.server.pid if self.server else None
-        if pid is None:
+        if pid is None:  # attached, or an external endpoint (not ours to sample or kill)
             return []
         if not self.memory_children:
             return [pid]
@@ -544,14 +655,30 @@ class ServerEngine(Engine):
     def restart_with(self, **settings: Any) -> None:
         """Set server-wide settings read only at startup (attributes :meth:`prepare` reads):
         when any differs from what the server runs with, stop it, change them, start it again
-        over the same data (its pid and ports change)."""
+        over the same data (its pid and ports change). Refused on an external endpoint."""
         self.require_running()
+        if self.endpoint is not None:
+            if all(getattr(self, k) == v for k, v in settings.items()):
+                return
+            raise EngineUnavailable(f"{self.endpoint.describe()}: tickbench changes no server-wide setting "
+                                    f"({', '.join(f'{k}={v}' for k, v in settings.items())}) of a server it "
+                                    "does not run")
         if all(getattr(self, k) == v for k, v in settings.items()):
             return
         self.stop()
         for key, value in settings.items():
             setattr(self, key, value)
         self.start()
+
+    def version(self) -> str:
+        return self.server_version() if self.endpoint is not None else self.probe()
+
+    def endpoint_info(self) -> dict[str, Any] | None:
+        endpoint = self.endpoint
+        if endpoint is None:
+            return None
+        return {"external": True, "address": endpoint.address, "server_version": self.server_version(),
+                "database": endpoint.database, self.namespace_kind: self.namespace, "kept": endpoint.keep}
 
     # -- ingest store: marker and readers ------------------------------------------------------
 

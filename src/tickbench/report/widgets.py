@@ -14,10 +14,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from tickbench import latency
-from tickbench.results import Record
+from tickbench.report.summary import Merged
+from tickbench.results import Record, Results
 from tickbench.suites.base import AddChart
 
 Cell = str | list[str]  # a list: several lines in one cell ("; " in Markdown, line breaks in HTML)
@@ -30,6 +31,58 @@ DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 NINES_STEP = 0.05  # spacing of the spectrum's points, in nines
 MAX_NINES = 7.0  # the spectrum stops at 99.99999 % (beyond it only a histogram of >10 M samples says more)
 BAD = ("wrong", "error", "timeout")
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+           "#bcbd22", "#7f7f7f", "#393b79", "#637939")  # an engine's color on the page, in column order
+P = TypeVar("P")
+
+
+# -- the page ---------------------------------------------------------------------------------
+
+class ChartPage:
+    """One HTML page being written: the merged runs, the engines in column order with their
+    colors, and the charts its sections add (:meth:`add`), in the order they are added."""
+
+    def __init__(self, merged: Merged) -> None:
+        self.m = merged
+        self.results: Results = merged.results
+        self.engines = merged.results.engines()
+        self.colors = {e: PALETTE[i % len(PALETTE)] for i, e in enumerate(self.engines)}
+        self.charts: dict[str, dict[str, Any]] = {}
+
+    def add(self, div_id: str, data: list[dict[str, Any]], layout: dict[str, Any]) -> str:
+        """Add a chart (plotly traces and layout); its ``<div>`` for the page (an :data:`AddChart`)."""
+        self.charts[div_id] = {"data": data, "layout": layout}
+        height = layout.get("height", 340)
+        style = "" if height == 340 else f' style="height:{int(height)}px"'
+        return f'<div class="chart" id="{escape(div_id)}"{style}></div>'
+
+
+@dataclass(frozen=True)
+class Section:
+    """One HTML section of a page: its anchor, its label in the navigation, its HTML."""
+
+    anchor: str
+    label: str
+    html: str
+
+
+@dataclass
+class PageParts(Generic[P]):
+    """The main suite's part of a page, in three places the shell puts around its own sections:
+    what was measured, the comparison with the reference paper, and the appendix."""
+
+    results: P
+    reference: P
+    appendix: P
+
+
+def mib(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def md_cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 @dataclass

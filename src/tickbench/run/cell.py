@@ -9,6 +9,7 @@ into that cell's record, restarting the engine for the next cell.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,21 @@ class Protocol:
     save_answers: Path | None = None  # directory for answers/<engine>/<ID>.parquet
 
 
+class PhaseClock:
+    """Wall seconds of each phase of one engine's run (start, load, each cell), in run order:
+    the runner's record of where an engine's time went, kept in ``meta["phase_seconds"]``."""
+
+    def __init__(self, meta: dict[str, Any]) -> None:
+        self.seconds: dict[str, float] = meta.setdefault("phase_seconds", {})
+        self.mark = time.monotonic()
+
+    def lap(self, phase: str) -> None:
+        """Close ``phase`` (a repeated phase, e.g. a restart's load, adds to its total)."""
+        now = time.monotonic()
+        self.seconds[phase] = round(self.seconds.get(phase, 0.0) + now - self.mark, 3)
+        self.mark = now
+
+
 @dataclass
 class CellContext:
     """What a suite's run of one engine has to hand."""
@@ -57,6 +73,7 @@ class CellContext:
     #: scaling suite's larger datasets), by the suite's own keys.
     shared: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)  # the engine's version, settings, load figures
+    clock: PhaseClock | None = None  # where the engine's wall time went (shared by its suites)
 
     def record(self, bench: str, status: str, reason: str = "", **extra: Any) -> Record:
         """Make the cell's record (its figures checked against the suite's model) and hand it
@@ -106,9 +123,14 @@ class Worker:
     def start(self, load: bool | None = None) -> None:
         """Start the engine (and load it when the worker loads); failures raise."""
         timeout = self.ctx.protocol.load_timeout_s
+        clock = self.ctx.clock
         self.proc.call(timeout, op="start")
+        if clock is not None:
+            clock.lap("start")
         if self.load if load is None else load:
             reply = self.proc.call(timeout, op="load")
+            if clock is not None:
+                clock.lap("load")
             self.ctx.meta.setdefault("load_seconds", reply["ns"] / 1e9)  # the first load's, not a restart's
             self.ctx.meta.setdefault("load_rows", reply["rows"])
 

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import json
+import os
 import shutil
+import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tickbench.data.dataset import Dataset
+from tickbench.engines.base import ENDPOINTS_ENV, Endpoint, EngineUnavailable
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.params import QueryParams, query_params
 from tickbench.reference import ReferenceAnswers
 from tickbench.results import Dataset as DatasetInfo
 from tickbench.results import Record, Results, read_results
 from tickbench.run import environment
-from tickbench.run.cell import CellContext, Protocol
+from tickbench.run.cell import CellContext, PhaseClock, Protocol
 from tickbench.run.memory import own_peak_rss
 from tickbench.suites.base import OptionError, Options, Suite
 from tickbench.suites.registry import suites as all_suites
@@ -62,6 +67,8 @@ class RunConfig:
     verify_dataset: bool = True
     resume: bool = False
     options: dict[str, Options] = field(default_factory=suite_options)  # by suite, then option
+    #: External endpoints by engine: servers the user runs, used as they are (no start/stop).
+    endpoints: dict[str, Endpoint] = field(default_factory=dict)
 
     def suites(self) -> list[Suite]:
         """The suites the run records: ``all`` is every suite, in report order."""
@@ -91,12 +98,90 @@ def check_suite(suite: str) -> None:
         raise RunError(f"--suite {suite}: unknown; choose one of {', '.join(suite_names())}")
 
 
+# Why a suite, or a mode, cannot run on an external endpoint (a server tickbench does not run).
+ENDPOINT_REFUSED = {
+    "durability": "it kills the server's processes (SIGKILL) to test recovery, and tickbench never kills "
+                  "or restarts a server it does not run",
+    "tick-latency": "its ingest stores restart the server with each durability setting (a server-wide "
+                    "setting) and live beside the loaded tables in stores of their own",
+    "stream": "its ingest stores restart the server with each durability setting (a server-wide setting) "
+              "and live beside the loaded tables in stores of their own",
+    "concurrency": "its clients attach to a server through the port file of the one tickbench started; "
+                   "not implemented for external endpoints yet",
+    "scaling": "it loads further datasets into stores of their own; not implemented for external endpoints yet",
+}
+COLD_REFUSED = ("--cold restarts the engine's server and drops the OS page cache before each repetition, "
+                "and tickbench never restarts a server it does not run; run warm against an endpoint")
+#: The published suite's cells not measured on an external endpoint, with the reason.
+ENDPOINT_UNMEASURED = {
+    "W": "not measured on an external endpoint: W loads the bulk day into fresh stores of its own beside "
+         "the loaded data, and its baseline runs the engine's own local tools",
+    "SE": "not measured on an external endpoint: SE measures the bytes of a fresh store on the server's "
+          "disk, which tickbench does not own there",
+}
+
+
+def check_endpoints(engines: list[str], suite: str, cold: bool, endpoints: dict[str, Endpoint]) -> None:
+    """Refuse, before anything is generated or loaded, a run that would restart, kill or
+    reconfigure a server the user runs, or an endpoint for an engine that cannot use one."""
+    if not endpoints:
+        return
+    for name, endpoint in endpoints.items():
+        where = f"--endpoint {name}={endpoint.address}"
+        if name not in engine_infos():
+            raise RunError(f"{where}: unknown engine {name}; known: {', '.join(engine_infos())}")
+        if not adapter_class(name).external_endpoint:
+            able = [n for n in engine_infos() if adapter_class(n).external_endpoint]
+            raise RunError(f"{where}: the {name} engine cannot run against an external endpoint; "
+                           f"these can: {', '.join(able)}")
+        if name not in engines:
+            raise RunError(f"{where}: {name} is not among --engines {','.join(engines)}; add it there")
+    named = ", ".join(f"{n}={e.address}" for n, e in endpoints.items())
+    if cold:
+        raise RunError(f"--cold with --endpoint {named}: refused: {COLD_REFUSED}")
+    refused = [s.name for s in (list(all_suites().values()) if suite == "all" else [all_suites()[suite]])
+               if s.name in ENDPOINT_REFUSED]
+    if refused:
+        reasons = "; ".join(f"{s}: {ENDPOINT_REFUSED[s]}" for s in refused)
+        raise RunError(f"--suite {suite} with --endpoint {named}: refused for an external endpoint ({reasons}); "
+                       "run --suite published against it")
+
+
+@contextlib.contextmanager
+def endpoints_env(endpoints: dict[str, Endpoint]) -> Iterator[None]:
+    """``$TICKBENCH_ENDPOINTS`` for the engine processes of the run (no credentials in it)."""
+    before = os.environ.get(ENDPOINTS_ENV)
+    if endpoints:
+        os.environ[ENDPOINTS_ENV] = json.dumps({n: e.as_json() | {"user": e.user} for n, e in endpoints.items()})
+    else:
+        os.environ.pop(ENDPOINTS_ENV, None)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENDPOINTS_ENV, None)
+        else:
+            os.environ[ENDPOINTS_ENV] = before
+
+
+def preflight_endpoints(cfg: RunConfig, ds: Dataset, params: QueryParams) -> None:
+    """Each external endpoint answers and holds no table of tickbench's names that tickbench did
+    not create; refused (naming the engine, the endpoint and the table) before anything loads."""
+    for name in cfg.endpoints:
+        with tempfile.TemporaryDirectory(prefix="tickbench-preflight-") as tmp:
+            try:
+                adapter_class(name)(Path(tmp), ds, params).check_endpoint_only()
+            except EngineUnavailable as exc:
+                raise RunError(f"--engines {name}: {exc}") from None
+
+
 def config_of(cfg: RunConfig) -> dict[str, Any]:
     p = cfg.protocol
     return {"engines": cfg.engines, "data": str(cfg.data.resolve()), "seed": cfg.seed, "suite": cfg.suite,
             "repetitions": p.repetitions, "warmup": p.warmup, "timeout_s": p.timeout_s,
             "load_timeout_s": p.load_timeout_s, "load_repetitions": p.load_repetitions, "cold": p.cold,
-            "save_answers": p.save_answers is not None, "options": options_json(cfg.options)}
+            "save_answers": p.save_answers is not None, "options": options_json(cfg.options),
+            "endpoints": {n: e.as_json() for n, e in cfg.endpoints.items()}}
 
 
 def resume_config(out: Path) -> RunConfig:
@@ -114,6 +199,8 @@ def resume_config(out: Path) -> RunConfig:
                           cold=c["cold"], save_answers=out / "answers" if c["save_answers"] else None),
         resume=True,
         options={name: s.options_from_json(c.get("options", {}).get(name, {})) for name, s in all_suites().items()},
+        # The user name is not recorded: it comes from the engine's usual variables (PGUSER …).
+        endpoints={n: Endpoint.from_json(e) for n, e in c.get("endpoints", {}).items()},
     )
 
 
@@ -124,8 +211,15 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
     recorded are kept as they are and not run again."""
     check_engines(cfg.engines)
     check_suite(cfg.suite)
+    check_endpoints(cfg.engines, cfg.suite, cfg.protocol.cold, cfg.endpoints)
     ds = Dataset.open(cfg.data, verify_content=cfg.verify_dataset)
     params = query_params(ds.params, cfg.seed)
+    with endpoints_env(cfg.endpoints):
+        preflight_endpoints(cfg, ds, params)
+        return _run(cfg, ds, params, progress)
+
+
+def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | None) -> Results:
     m = ds.manifest
     results_path = cfg.out / "results.json"
     if cfg.resume:
@@ -156,16 +250,21 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
             continue
         done = len(cells) - len(todo_all)
 
-        def on_record(rec: Record, name: str = name, total: int = len(cells)) -> None:
+        meta: dict[str, Any] = {}
+        clock = PhaseClock(meta)
+
+        def on_record(rec: Record, name: str = name, total: int = len(cells), clock: PhaseClock = clock) -> None:
             nonlocal done
+            clock.lap(rec.benchmark)
             results.records.append(rec)
             results.write(results_path)
             done += 1
             if progress:
                 progress(f"{name}: {rec.benchmark}", done, total)
 
-        avail = availability(name)
-        if not avail.available:
+        # An external endpoint needs no local install: the preflight found it answering.
+        avail = availability(name) if name not in cfg.endpoints else None
+        if avail is not None and not avail.available:
             for suite, bid in todo_all:
                 on_record(Record(engine=name, benchmark=bid, suite=suite.name, category=suite.category(bid),
                                  status="unavailable", reason=avail.reason))
@@ -174,15 +273,20 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
         workdir = cfg.out / "work" / name
         if workdir.exists():
             shutil.rmtree(workdir)
-        meta: dict[str, Any] = {}
         for suite in cfg.suites():
             todo = [b for s, b in todo_all if s is suite]
+            if name in cfg.endpoints:
+                for bench in [b for b in todo if b in ENDPOINT_UNMEASURED and suite.name == "published"]:
+                    todo.remove(bench)
+                    on_record(Record(engine=name, benchmark=bench, suite=suite.name,
+                                     category=suite.category(bench), status="unsupported",
+                                     reason=ENDPOINT_UNMEASURED[bench]))
             if not todo:
                 continue
             ctx = CellContext(suite=suite, info=infos[name], engine=cls, ds=ds, params=params, refs=refs,
                               workdir=workdir / suite.name, protocol=protocol, opts=cfg.opts(suite.name),
                               seed=cfg.seed, on_record=on_record, shared=shared.setdefault(suite.name, {}),
-                              meta=meta)
+                              meta=meta, clock=clock)
             reason = suite.requires(cls, infos[name])
             if reason is not None:
                 for bench in todo:

@@ -34,7 +34,7 @@ from tickbench.params import QueryParams, params_from_dict
 from tickbench.run.faults import faults, inject, kill_servers
 from tickbench.run.memory import BUDGET_ENV, GIB, PeakMemory, budget_bytes, tree_rss
 from tickbench.run.memory import KIND as MEMORY_KIND
-from tickbench.run.visibility import wait_visible
+from tickbench.run.visibility import wait_settled, wait_visible
 from tickbench.suites.registry import suites
 
 
@@ -83,13 +83,16 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
         adapter.stop()
         return {}
     if op == "info":
-        return {"version": adapter.probe(), "settings": adapter.settings()}
+        endpoint = adapter.endpoint_info()  # an external endpoint's address and server version
+        return {"version": adapter.version(), "settings": adapter.settings(),
+                **({"endpoint": endpoint} if endpoint else {})}
     if op == "load":
         if "kill_server_load" in faults(adapter.info.name):
             kill_servers(adapter, float(faults(adapter.info.name)["kill_server_load"]))
         t0 = time.perf_counter_ns()
         rows = adapter.load()
         wait_visible(adapter)  # the load ends when its rows are queryable
+        wait_settled(adapter)  # ... and the engine's own work on them (compaction) is done
         return {"ns": time.perf_counter_ns() - t0, "rows": rows}
     if op == "query":
         fault = faults(adapter.info.name)
@@ -120,6 +123,9 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
         return {"ns": time.perf_counter_ns() - t0, "rows": rows,
                 "input_bytes": figures.input_bytes, "detail": figures.detail}
     if op == "storage":
+        adapter.storage_load()  # the store SE measures, when it is not the loaded one
+        wait_visible(adapter)
+        wait_settled(adapter)  # SE is measured on the settled store
         return {"bytes": adapter.storage_bytes()}
     if op == "params":
         # The scaling suite rebinds the queries' ranges; the loaded data stay as they are.

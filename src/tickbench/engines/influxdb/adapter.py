@@ -11,10 +11,15 @@ The ingest capability (tick-latency, stream and durability suites) writes line p
 row by row to a database of its own per ingest store, over one keep-alive HTTP connection per
 writer; a write returns on InfluxDB's 204, which comes only after the WAL entry holding the
 points has been fsynced (see :data:`WAL_FSYNC_DELAYS`).
+
+On an external endpoint (``--endpoint influxdb=HOST:PORT``) tickbench's data go in a database of
+its own (default ``tickbench``), marked by a measurement ``tickbench_marker`` written when it is
+created; the queries name no database (it is the request's ``db``), so they run as written.
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
@@ -53,7 +58,8 @@ DB = "tickbench"
 COUNT = "SELECT count(price) FROM trades; SELECT count(b1price) FROM book"
 PARAM = re.compile(r"\$([a-z_0-9]+)")
 WRITERS = 3  # concurrent /write requests: the server parses each request on one core
-SETTLE_TIMEOUT_S = 3600.0
+# The measurement that marks a database of an external endpoint as tickbench's own.
+MARKER = "tickbench_marker"
 INGEST_PREFIX = "ingest_"  # ingest databases are ingest_<random hex>, one per store
 MSGPACK = "application/x-msgpack"
 # A query connection idle this long is replaced before its next query (one stale after a long
@@ -107,18 +113,25 @@ class Adapter(ServerEngine):
     #: Both: a write is acknowledged only once its WAL entry is fsynced (see WAL_FSYNC_DELAYS).
     ingest_durable: ClassVar[frozenset[str]] = frozenset(ingest_durability)
     ingest_db: str | None = None  # the open ingest store's database
+    #: Databases written by load() or storage_load() whose compaction the runner waits for.
+    _settling: set[str]
     _ties: Ties
     #: The benchmark queries' kept-alive connections (one per thread), while connected.
     query_sessions: ReaderPool[Session] | None = None
     #: The HTTP service's (queryReq, queryReqDurationNs) when last read (query_server_ns).
     query_counters: tuple[int, int] | None = None
+    external_endpoint = True  # a database of its own, marked (see the module docstring)
+    namespace_kind = "database"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._settling = set()
 
     # -- installation -------------------------------------------------------------------
 
     @classmethod
     def probe(cls) -> str:
-        if not cls.installed():
-            raise EngineUnavailable("not installed; run `tickbench install influxdb`")
+        cls.require_installed()
         # "InfluxDB v1.8.10 (git: unknown unknown)"
         return run_tool([str(bin_dir() / "influxd"), "version"]).split()[1].lstrip("v")
 
@@ -190,11 +203,51 @@ class Adapter(ServerEngine):
 
     def _request(self, method: str, path: str, body: bytes | memoryview | None = None,
                  headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-        conn = http.client.HTTPConnection(LOOPBACK, self.http_port, timeout=None)
+        conn = http.client.HTTPConnection(self.host, self.http_port, timeout=None)
         try:
-            conn.request(method, path, body=body, headers=headers or {})
+            conn.request(method, path, body=body, headers={**self._auth(), **(headers or {})})
             resp = conn.getresponse()
             return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    # -- an external endpoint: a database of tickbench's own, marked --------------------------
+
+    @property
+    def db(self) -> str:
+        """The loaded data's database: ``tickbench``, or the endpoint's namespace."""
+        return self.namespace if self.endpoint else DB
+
+    def _auth(self) -> dict[str, str]:
+        endpoint = self.endpoint
+        if endpoint is None or endpoint.user is None:
+            return {}
+        token = base64.b64encode(f"{endpoint.user}:{endpoint.password() or ''}".encode()).decode()
+        return {"Authorization": f"Basic {token}"}
+
+    def _measurements(self, db: str) -> list[str]:
+        return [v[0] for r in self._query("SHOW MEASUREMENTS", db=db) for s in r.get("series", [])
+                for v in s["values"]]
+
+    def foreign_tables(self) -> list[str]:
+        if self.namespace not in self._databases():
+            return []
+        found = self._measurements(self.namespace)
+        if MARKER in found:
+            return []
+        return [f"database {self.namespace}" + (f" (measurements {', '.join(found[:5])})" if found else "")]
+
+    def drop_own(self) -> None:
+        if self.namespace in self._databases() and MARKER in self._measurements(self.namespace):
+            self._query(f'DROP DATABASE "{self.namespace}"', db="")
+
+    def server_version(self) -> str:
+        conn = http.client.HTTPConnection(self.host, self.http_port, timeout=60)
+        try:
+            conn.request("GET", "/ping", headers=self._auth())
+            resp = conn.getresponse()
+            resp.read()
+            return f"InfluxDB {resp.getheader('X-Influxdb-Version', 'unknown')}"
         finally:
             conn.close()
 
@@ -253,10 +306,12 @@ class Adapter(ServerEngine):
 
     # -- loading ------------------------------------------------------------------------
 
-    def _load_frames(self, db: str, frames: Iterable[tuple[str, pl.DataFrame]], expected: int) -> int:
+    def _load_frames(self, db: str, frames: Iterable[tuple[str, pl.DataFrame]], expected: int,
+                     create: bool = True) -> int:
         """Write ``(table, frame)`` pairs into a fresh database ``db``; check that every row
         came back as a point (a point with the same series and time would replace another)."""
-        self._create(db)
+        if create:
+            self._create(db)
         self._write_all(db, line_batches(frames))
         rows = self._count(db)
         if rows != expected:
@@ -272,17 +327,25 @@ class Adapter(ServerEngine):
         days = self.params.load_days()
         expected = self.dataset.sizes(days)["rows"]
         frames = (fr for t in TABLES for fr in self._parquet_frames(t, days))
-        rows = self._load_frames(DB, frames, expected)
-        self._settle(DB)
-        return rows
+        if self.endpoint is None:
+            rows = self._load_frames(DB, frames, expected)
+            self._settling.add(DB)
+            return rows
+        # The user's server: its files are not ours to watch settle (see METHODOLOGY.md).
+        self.check_endpoint()
+        self._create(self.db)
+        self._write(self.db, f"{MARKER} created=1i".encode())
+        return self._load_frames(self.db, frames, expected, create=False)
 
-    def _settle(self, db: str) -> None:
-        """Wait until InfluxDB has snapshotted the cache of ``db`` to TSM files and fully
-        compacted every shard (one generation of TSM files, empty WAL segments), which the
-        configuration makes it do one second after a shard's last write."""
-        if self.server is None:
-            raise RuntimeError("InfluxDB is not started")
-        self.server.wait_ready(lambda: settled(self.root, db), timeout=SETTLE_TIMEOUT_S)
+    def pending_settle(self) -> bool:
+        """Whether a database written by :meth:`load` or :meth:`storage_load` is not yet
+        settled: InfluxDB snapshots its cache to TSM files and fully compacts every shard (one
+        generation of TSM files, empty WAL segments), which the configuration makes it do one
+        second after a shard's last write. One listing of the databases' files; the runner waits."""
+        if self.server is None or self.server.proc is None or self.server.proc.poll() is not None:
+            raise RuntimeError(f"influxd is not running (log {self.log_file})")  # it would never settle
+        self._settling = {db for db in self._settling if not settled(self.root, db)}
+        return bool(self._settling)
 
     def _input_frames(self, fmt: str) -> tuple[list[tuple[str, pl.DataFrame]], int]:
         """The bulk-load day as frames, parsed from ``fmt``, and the input's bytes."""
@@ -343,13 +406,16 @@ class Adapter(ServerEngine):
             "database": db, "tool": "influx -import", "line_protocol_bytes": lp_bytes,
             "durability": self.w_durability()})
 
-    def storage_bytes(self) -> dict[str, int]:
-        """The 30-day period alone in a fresh database ``se``, once compactions settled:
-        bytes allocated on disk by its data directory (TSM files, series file) and WAL."""
+    def storage_load(self) -> None:
+        """The 30-day period alone in a fresh database ``se`` (settled before SE is measured)."""
         days = self.params.days("month")
         frames = (fr for t in TABLES for fr in self._parquet_frames(t, days))
         self._load_frames("se", frames, self.dataset.sizes(days)["rows"])
-        self._settle("se")
+        self._settling.add("se")
+
+    def storage_bytes(self) -> dict[str, int]:
+        """Database ``se`` (see :meth:`storage_load`), once compactions settled: bytes
+        allocated on disk by its data directory (TSM files, series file) and WAL."""
         dirs = [self.root / "data" / "se", self.root / "wal" / "se"]
         return {"data_and_wal_allocated": sum(du(d) for d in dirs),
                 "data_and_wal_apparent": sum(du(d, apparent=True) for d in dirs)}
@@ -363,9 +429,11 @@ class Adapter(ServerEngine):
         used = {name: binds[name] for name in PARAM.findall(text)}
         if self.query_sessions is None:
             raise RuntimeError("InfluxDB is not started")
-        session = self.query_sessions.get()
+        # writer.Session reaches the loopback only, without credentials: an external
+        # endpoint's queries go over a connection each (with its host and authentication).
+        session = self.query_sessions.get() if self.endpoint is None else None
         try:
-            results = self._query(text, params=used, session=session, packed=True)
+            results = self._query(text, db=self.db, params=used, session=session, packed=True)
         except BaseException:
             self.query_sessions.discard()  # a failed request's connection is not reused
             raise
@@ -470,6 +538,8 @@ class Adapter(ServerEngine):
     def settings(self) -> dict[str, Any]:
         keys = ("index-version", "wal-fsync-delay", "cache-snapshot-write-cold-duration",
                 "compact-full-write-cold-duration", "max-concurrent-compactions")
+        if self.endpoint is not None:  # the user's server: its configuration is not ours to read
+            return {"shard_duration": "1d", "batch_bytes": BATCH_BYTES, "writers": WRITERS, "settled": False}
         conf = (self.root / "influxd.toml").read_text() if (self.root / "influxd.toml").exists() else ""
         found = {k: v.strip().strip('"') for k, v in re.findall(r"^\s*([a-z-]+)\s*=\s*(.+)$", conf, re.M)}
         out: dict[str, Any] = {k: found.get(k, "default") for k in keys}
@@ -490,7 +560,9 @@ def settled(root: Path, db: str) -> bool:
     """Whether every shard of ``db`` is one generation of TSM files with no compaction
     output pending (``*.tmp``) and no data left in its WAL segments."""
     # data/<db>/<retention policy>/<shard id>/; data/<db>/_series holds the series file.
-    shards = [d for rp in (root / "data" / db).iterdir() if rp.name != "_series"
+    if not (root / "data" / db).is_dir():
+        return False  # no shard written yet
+    shards = [d for rp in (root / "data" / db).iterdir() if rp.name != "_series" and rp.is_dir()
               for d in rp.iterdir() if d.is_dir()]
     if not shards:
         return False

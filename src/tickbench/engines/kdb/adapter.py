@@ -9,6 +9,11 @@ unkeyed table with the SPEC's columns in order, its rows sorted. The adapter run
 ``p:<parameters>;<the file, flattened>`` (see :func:`flatten` and :func:`prelude`): ``p`` is a
 dictionary of the run's parameters, so a query reads ``p`sym``, ``p`day`` and so on.
 Written from the documentation of q and PyKX; not yet run against a licensed kdb+.
+
+With an external endpoint (``--endpoint kdb=HOST:PORT``: a q process the user runs, e.g.
+``q -p 5001``), no local licence is needed: PyKX runs unlicensed (``PYKX_UNLICENSED``), which
+allows IPC and conversions only, and every q evaluation happens in that process (:class:`Remote`).
+Untested here: no kdb+ and no PyKX on this machine (see the README).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import pyarrow.parquet as pq
 
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.engines.base import Engine, EngineUnavailable, LoadFigures
+from tickbench.engines.base import Endpoint, Engine, EngineUnavailable, LoadFigures
 from tickbench.params import QueryParams
 
 HERE = Path(__file__).parent
@@ -250,7 +255,67 @@ def _column(kx: Any, vec: Any) -> pa.Array:
     return pa.array(vec.np())
 
 
+class Remote:
+    """A q process the user runs, over IPC through PyKX's unlicensed mode (PyKX's
+    documentation: without a licence, ``pykx.SyncQConnection`` and the conversions work; no
+    q is evaluated locally). The HDB is written by that process into ``<namespace>_hdb`` of its
+    own working directory and mapped with ``.Q.lo`` (no change of its directory); tickbench's
+    names there (``trades``, ``book``, ``sym``, the ``.tb`` functions) are recorded in
+    ``.tickbench.owned``, the marker: names that exist without it are the user's, and refused."""
+
+    OWNED = ".tickbench.owned"
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        os.environ.setdefault("PYKX_UNLICENSED", "true")  # IPC and conversions need no licence
+        import pykx as kx
+
+        self.kx = kx
+        self.endpoint = endpoint
+        self.conn = kx.SyncQConnection(host=endpoint.host, port=endpoint.port, username=endpoint.user or "",
+                                       password=endpoint.password() or "")
+        self.hdb = f"{endpoint.namespace or 'tickbench'}_hdb"
+
+    def __call__(self, text: str, *args: Any) -> Any:
+        return self.conn(text, *args)
+
+    def foreign(self) -> list[str]:
+        present = [str(n) for n in self.conn("{x where x in key `.} `trades`book`sym`tb").py()]
+        owned = set(map(str, self.conn(f"@[get;`{self.OWNED};`symbol$()]").py()))
+        return [n for n in present if n not in owned]
+
+    def define(self) -> None:
+        self.conn(f"{self.OWNED}:distinct {self.OWNED},`tb`trades`book`sym" if self._has_owned()
+                  else f"{self.OWNED}:`tb`trades`book`sym")
+        self.conn(flatten(LIB.read_text()))
+
+    def _has_owned(self) -> bool:
+        return bool(self.conn(f"@[{{not ()~get x}};`{self.OWNED};0b]").py())
+
+    def write(self, day: str, table: str, data: pa.Table) -> int:
+        kx = self.kx
+        return int(self.conn(".tb.part", kx.CharVector(self.hdb), kx.CharVector(day), kx.SymbolAtom(table),
+                             kx.toq(data.to_pandas()), kx.SymbolVector(SORT_KEYS[table])).py())
+
+    def drop(self) -> None:
+        """Unmap tickbench's tables, delete its HDB directory (q's hdel, deepest first) and names."""
+        if not self._has_owned():
+            return
+        self.conn(".tb.close[]")
+        # A directory's entries first (key of a directory is its names: type 11h), then itself.
+        self.conn("{rm:{[d] if[11h=type k:key d; .z.s each ` sv/: d,/:k]; hdel d}; "
+                  "d:hsym `$x; if[not ()~key d; rm d]}", self.kx.CharVector(self.hdb))
+        self.conn("delete tb from `.; delete owned from `.tickbench")
+
+    def version(self) -> str:
+        return "kdb+ " + bytes(self.conn('" " sv (string .z.K;string .z.k)').py()).decode()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 class Adapter(Engine):
+    external_endpoint = True  # a q process over IPC (Remote), through PyKX unlicensed
+
     def __init__(self, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
         # \l (the fallback where q has no .Q.lo) moves the process into the HDB, so every path
         # is made absolute against the working directory the adapter was created in.
@@ -258,12 +323,43 @@ class Adapter(Engine):
         super().__init__(self._abs(workdir), dataset, params)
         self.kx: Any = None
         self.queries: dict[str, str] = {}
+        self.remote: Remote | None = None
 
     def _abs(self, path: Path) -> Path:
         return path if path.is_absolute() else self.cwd / path
 
     def _files(self, table: str, day: str) -> list[Path]:
         return [self._abs(f) for f in self.dataset.files(table, [day])]
+
+    def version(self) -> str:
+        return self.remote.version() if self.remote is not None else self.probe()
+
+    def endpoint_info(self) -> dict[str, Any] | None:
+        if self.endpoint is None or self.remote is None:
+            return None
+        return {"external": True, "address": self.endpoint.address, "server_version": self.remote.version(),
+                "hdb": self.remote.hdb, "kept": self.endpoint.keep}
+
+    def _connect_remote(self, endpoint: Endpoint) -> Remote:
+        if not pykx_installed():
+            raise EngineUnavailable(f"{endpoint.describe()}: pykx is not installed (pip install pykx: its "
+                                    "unlicensed mode is enough for IPC)")
+        try:
+            remote = Remote(endpoint)
+        except Exception as exc:
+            raise EngineUnavailable(f"{endpoint.describe()} cannot be used: {type(exc).__name__}: {exc}") from exc
+        foreign = remote.foreign()
+        if foreign:
+            remote.close()
+            raise EngineUnavailable(
+                f"{endpoint.describe()} already holds {', '.join(foreign)} in its root namespace, which tickbench "
+                "did not create (not listed in .tickbench.owned), so tickbench will not overwrite it: give "
+                "tickbench a q process of its own (q -p PORT)")
+        return remote
+
+    def check_endpoint_only(self) -> None:
+        if self.endpoint is not None:
+            self._connect_remote(self.endpoint).close()
 
     @classmethod
     def probe(cls) -> str:
@@ -289,6 +385,14 @@ class Adapter(Engine):
         return self.kx
 
     def start(self) -> None:
+        if self.endpoint is not None:
+            self.remote = self._connect_remote(self.endpoint)
+            self.remote.define()
+            self.kx = self.remote.kx
+            self.queries = {}
+            if bool(self.remote(f"@[{{not ()~key hsym `$x,\"/sym\"}};\"{self.remote.hdb}\";0b]").py()):
+                self.remote(".tb.open", self.kx.CharVector(self.remote.hdb))
+            return
         kx = _session()
         self.workdir.mkdir(parents=True, exist_ok=True)
         kx.q(flatten(LIB.read_text()))
@@ -298,6 +402,12 @@ class Adapter(Engine):
             kx.q(".tb.open", kx.CharVector(str(self.hdb)))
 
     def stop(self) -> None:
+        if self.remote is not None:  # the user's q process keeps running; tickbench's HDB goes
+            if self.endpoint is not None and not self.endpoint.keep:
+                self.remote.drop()
+            self.remote.close()
+            self.remote = self.kx = None
+            return
         # Embedded q lives as long as the process: stopping unmaps the HDB and frees the memory.
         if self.kx is not None:
             self.kx.q(".tb.close[]")
@@ -323,6 +433,8 @@ class Adapter(Engine):
                         to_q(kx, data), kx.SymbolVector(SORT_KEYS[table])).py())
 
     def load(self) -> int:
+        if self.remote is not None:
+            return self._load_remote(self.remote)
         kx = self._q()
         kx.q(".tb.close[]")
         shutil.rmtree(self.hdb, ignore_errors=True)
@@ -334,11 +446,22 @@ class Adapter(Engine):
         kx.q(".tb.open", kx.CharVector(str(self.hdb)))
         return rows
 
+    def _load_remote(self, remote: Remote) -> int:
+        """The same HDB, written by the user's q process into its own directory."""
+        remote.drop()
+        remote.define()
+        rows = sum(remote.write(day, table, self._day(table, day))
+                   for day in self.params.load_days() for table in TABLES)
+        remote(".tb.open", self.kx.CharVector(remote.hdb))
+        return rows
+
     def run_query(self, qid: str) -> pa.Table:
         kx = self._q()
         text = self.queries.get(qid)
         if text is None:
             text = self.queries[qid] = prelude(self.params.bindings()) + ";" + flatten(self.query_text(qid))
+        if self.remote is not None:  # evaluated by the q process; PyKX converts the answer
+            return pa.Table.from_pandas(self.remote(text).pd(), preserve_index=False)
         return to_arrow(kx, kx.q(text))
 
     # -- W and SE -------------------------------------------------------------------------------

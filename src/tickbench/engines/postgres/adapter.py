@@ -17,11 +17,17 @@ An engine built on PostgreSQL's server (TimescaleDB) subclasses :class:`Adapter`
 hooks: :attr:`~Adapter.extra_settings`, :attr:`~Adapter.extension`, the schema files,
 :attr:`~Adapter.copy_freeze` and :attr:`~Adapter.size_sql`; its files are looked up in its own
 folder first, then in this one.
+
+On an external endpoint (``--endpoint postgres=HOST:PORT``) tickbench's tables go in a schema of
+its own (default ``tickbench``) of the endpoint's database, each marked by a table comment
+(:data:`MARKER`); the connections' ``search_path`` names that schema, so the query files run as
+written. See the README.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import getpass
 import os
 import re
 import secrets
@@ -90,6 +96,12 @@ COPY_CHUNK_BYTES = 8 << 20
 LAST_QUERY_ID = "SELECT query_id FROM pg_stat_activity WHERE pid = %s"
 STATEMENT_TOTALS = ("SELECT coalesce(sum(calls), 0), coalesce(sum(total_exec_time), 0) FROM pg_stat_statements "
                     "WHERE queryid = %s AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())")
+# The comment tickbench puts on every table (and schema) it creates on an external endpoint:
+# what it may drop, and a table of its names without it is the user's, never touched.
+MARKER = "created by tickbench; dropped after the run unless --keep"
+OWN_TABLES = ("SELECT c.relname, obj_description(c.oid, 'pg_class') FROM pg_class c "
+              "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = ANY(%s) "
+              "AND c.relkind IN ('r', 'p', 'v', 'm', 'f')")
 
 
 def bin_dir() -> Path:
@@ -117,6 +129,7 @@ class Adapter(ServerEngine):
     stop_signal = signal.SIGINT
     stop_timeout_s = 120.0
     memory_children = True  # the postmaster and its children: the query's backend, the writers
+    external_endpoint = True  # a schema of its own on the user's server (see the README)
     ingest_marker = "postgres-ingest"
 
     # -- hooks for an engine on PostgreSQL's server (TimescaleDB) ----------------------------
@@ -173,8 +186,7 @@ class Adapter(ServerEngine):
 
     @classmethod
     def probe(cls) -> str:
-        if not cls.installed():
-            raise EngineUnavailable(f"not installed; run `tickbench install {cls.info.name}`")
+        cls.require_installed()
         out = run_tool([str(bin_dir() / "postgres"), "--version"])
         # "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"
         return out.split()[2]
@@ -241,12 +253,59 @@ class Adapter(ServerEngine):
         with self._connect("postgres"):
             return True
 
+    # -- an external endpoint: a schema of tickbench's own in the endpoint's database ------
+
+    namespace_kind = "schema"
+
+    def foreign_tables(self) -> list[str]:
+        with self._connect(DB) as c:
+            rows = c.execute(OWN_TABLES, [self.namespace, list(TABLES)]).fetchall()
+        return [f"{self.namespace}.{name}" for name, comment in rows if comment != MARKER]
+
+    def drop_own(self) -> None:
+        with self._connect(DB) as c:
+            own = [name for name, comment in c.execute(OWN_TABLES, [self.namespace, list(TABLES)]).fetchall()
+                   if comment == MARKER]
+            if own:
+                c.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(
+                    sql.SQL(", ").join(sql.Identifier(self.namespace, t) for t in own)))
+            comment = _scalar(c, "SELECT coalesce(max(obj_description(oid, 'pg_namespace')), '') "
+                                 "FROM pg_namespace WHERE nspname = %s", [self.namespace])
+            empty = not c.execute("SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                                  "WHERE n.nspname = %s LIMIT 1", [self.namespace]).fetchone()
+            if comment == MARKER and empty:  # the schema tickbench made, with nothing of anyone's left in it
+                c.execute(sql.SQL("DROP SCHEMA {}").format(sql.Identifier(self.namespace)))
+
+    def server_version(self) -> str:
+        with self._connect(DB) as c:
+            version = str(_scalar(c, "SHOW server_version"))
+            if self.extension:
+                ext = c.execute("SELECT extversion FROM pg_extension WHERE extname = %s", [self.extension]).fetchone()
+                return f"{ext[0] if ext else 'no extension'} (PostgreSQL {version})"
+            return version
+
+    def _fresh_schema(self) -> None:
+        """Tickbench's schema on the external endpoint (created, with the marker, if absent)
+        without tickbench's tables; a table of its names without the marker is refused."""
+        self.check_endpoint()
+        with self._connect(DB) as c:
+            if not c.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [self.namespace]).fetchone():
+                c.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.namespace)))
+                c.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(sql.Identifier(self.namespace),
+                                                                        sql.Literal(MARKER)))
+            c.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(
+                sql.SQL(", ").join(sql.Identifier(self.namespace, t) for t in TABLES)))
+
     def connect(self) -> None:
         if not self.attached:
             self._ensure_database(DB)
         self.conn = self._connect(DB)
         self.literal_queries = {}
         self.statement_totals = {}
+        if self.endpoint is not None:
+            # The user's server: no extension created, no statistics reset; queries go over
+            # psycopg (run_query), with no server-side time.
+            return
         if not self.attached:
             self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             # Counting from zero: the first query's totals are its own.
@@ -271,9 +330,19 @@ class Adapter(ServerEngine):
     # -- connections ----------------------------------------------------------------------
 
     def _connect(self, dbname: str) -> psycopg.Connection[Any]:
-        return psycopg.connect(host=LOOPBACK, port=self.port, user=SUPERUSER, dbname=dbname,
-                               password=self.password_file.read_text(), autocommit=True,
-                               options="-c timezone=UTC")
+        endpoint = self.endpoint
+        if endpoint is None:
+            return psycopg.connect(host=LOOPBACK, port=self.port, user=SUPERUSER, dbname=dbname,
+                                   password=self.password_file.read_text(), autocommit=True,
+                                   options="-c timezone=UTC")
+        # The user's server: its one database (tickbench's tables go in a schema of their own
+        # in it), credentials from the environment only (None: libpq's PGPASSWORD, ~/.pgpass).
+        path = self.namespace + (",public" if self.extension else "")  # the extension's functions
+        return psycopg.connect(host=endpoint.host, port=endpoint.port,
+                               user=endpoint.user or os.environ.get("PGUSER") or getpass.getuser(),
+                               dbname=endpoint.database or os.environ.get("PGDATABASE") or "postgres",
+                               password=endpoint.password(), autocommit=True,
+                               options=f"-c timezone=UTC -c search_path={path}")
 
     def _conn(self) -> psycopg.Connection[Any]:
         if self.conn is None:
@@ -296,10 +365,20 @@ class Adapter(ServerEngine):
     # -- schema and loading -------------------------------------------------------------
 
     def _create_schema(self, c: psycopg.Connection[Any]) -> None:
-        """Create the extension (if any) and the tables in ``c``'s (empty) database."""
-        if self.extension:
+        """Create the extension (if any) and the tables in ``c``'s (empty) database; on an
+        external endpoint, in tickbench's schema, each table marked as tickbench's."""
+        if self.extension and self.endpoint is None:
             c.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(self.extension)))
+        elif self.extension and not c.execute("SELECT 1 FROM pg_extension WHERE extname = %s",
+                                              [self.extension]).fetchone():
+            # Installing an extension on the user's server is theirs to decide, not tickbench's.
+            raise EngineUnavailable(f"{self.endpoint.describe()}: the {self.extension} extension is not "  # type: ignore[union-attr]
+                                    f"created in its database; run CREATE EXTENSION {self.extension} there first")
         c.execute(self.engine_file(self.schema_file))
+        if self.endpoint is not None:
+            for t in TABLES:
+                c.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(sql.Identifier(self.namespace, t),
+                                                                     sql.Literal(MARKER)))
         if self.table_options_file:
             c.execute(self.engine_file(self.table_options_file))
 
@@ -357,13 +436,18 @@ class Adapter(ServerEngine):
 
     def load(self) -> int:
         days = self.params.load_days()
-        self._fresh_database(DB)
+        if self.endpoint is None:
+            self._fresh_database(DB)
+        else:
+            self._fresh_schema()
         rows = self._load_parquet(DB, days)
         # VACUUM resets the tables' insert counters, so autovacuum does not vacuum them in the
         # background during the queries (COPY FREEZE already set the visibility map); the
-        # checkpoint leaves nothing for a timed checkpoint to write during them.
+        # checkpoint leaves nothing for a timed checkpoint to write during them. On the user's
+        # server there is no CHECKPOINT: it is server-wide (and needs a privileged role).
         self._conn().execute("VACUUM trades, book")
-        self._conn().execute("CHECKPOINT")
+        if self.endpoint is None:
+            self._conn().execute("CHECKPOINT")
         return rows
 
     # -- queries --------------------------------------------------------------------------
@@ -382,7 +466,13 @@ class Adapter(ServerEngine):
 
     def run_query(self, qid: str) -> pa.Table:
         if self.qconn is None:
-            raise RuntimeError("PostgreSQL is not started")
+            if self.endpoint is None:
+                raise RuntimeError("PostgreSQL is not started")
+            # An external endpoint: psycopg rows, bound parameters (ADBC is not set up there).
+            raw = self.query_text(qid)
+            with self._conn().cursor() as cur:
+                cur.execute(raw, pg_bindings(self.params.bindings(), raw))
+                return result_arrow(None, cur)
         text = self.literal_query(qid)
         with self.qconn.cursor() as cur:
             cur.execute(text)

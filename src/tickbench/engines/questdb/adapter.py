@@ -13,14 +13,21 @@ QuestDB acknowledges a write once it is committed to the table's WAL and applies
 (where queries see it) a little later, asynchronously. So after its own writes the adapter notes
 each table's sequencer transaction (one query) and :meth:`Adapter.pending_visibility` answers
 whether a table's applied transaction is still below it; the runner waits on that.
+
+On an external endpoint (``--endpoint questdb=HOST:HTTP_PORT``) QuestDB has one namespace (no
+databases or schemas), so tickbench's tables take a prefix (``tickbench_trades`` …) and are
+listed, as they are created, in a marker table ``<prefix>_marker``; the query files' table
+names after ``FROM`` are prefixed as they are sent (:data:`FROM_TABLE`). See the README.
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
 import io
 import json
 import os
+import re
 import shutil
 import urllib.parse
 import uuid
@@ -61,6 +68,8 @@ COMMIT_MODES = {"commit_mode=nosync": "nosync", "commit_mode=async": "async", "c
 # A writer's ILP/HTTP request may take this long (ms): the runner owns timeouts, and a stalled
 # commit must show as latency, not be cut by the client's own 10 s default into an error.
 ILP_REQUEST_TIMEOUT_MS = 600_000
+# External endpoints: a table name the query files read (after FROM), to be prefixed.
+FROM_TABLE = re.compile(r"\b(FROM\s+\(?\s*)(trades|book|probes)\b")
 # A reader's keep-alive connection idle this long is replaced before its next request: QuestDB
 # closes idle HTTP connections after http.net.connection.timeout (5 min by default).
 READER_IDLE_S = 60.0
@@ -107,6 +116,8 @@ class Adapter(ServerEngine):
     # crash or a power loss, which the durability suite does not cause.
     ingest_durable: ClassVar[frozenset[str]] = frozenset(ingest_durability)
     ingest_setting: str | None = None  # the open ingest store's durability setting
+    external_endpoint = True  # prefixed tables, listed in a marker table (see the module docstring)
+    namespace_kind = "table prefix"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -121,8 +132,7 @@ class Adapter(ServerEngine):
 
     @classmethod
     def probe(cls) -> str:
-        if not cls.installed():
-            raise EngineUnavailable("not installed; run `tickbench install questdb`")
+        cls.require_installed()
         if shutil.which("java") is None:
             raise EngineUnavailable("java (17 or newer) is not on PATH")
         return VERSION
@@ -185,13 +195,66 @@ class Adapter(ServerEngine):
         if self.query_conns is not None:
             self.query_conns.close()
             self.query_conns = None
+    # ---- an external endpoint: prefixed tables and their marker table ----------------------
+
+    def table(self, name: str) -> str:
+        """The server's name of tickbench's table ``name`` (prefixed on an external endpoint)."""
+        return f"{self.namespace}_{name}" if self.endpoint else name
+
+    @property
+    def marker_table(self) -> str:
+        return self.table("marker")
+
+    def _own_names(self) -> tuple[set[str], set[str] | None]:
+        """The server's tables, and those the marker table lists as tickbench's (``None``: a
+        table of the marker's name that is not tickbench's marker)."""
+        existing = {r["table_name"] for r in self._rows("SELECT table_name FROM tables()")}
+        if self.marker_table not in existing:
+            return existing, set()
+        try:
+            return existing, {r["tbl"] for r in self._rows(f"SELECT DISTINCT tbl FROM {self.marker_table}")}
+        except RuntimeError:  # no column tbl: the user's table, not tickbench's marker
+            return existing, None
+
+    def foreign_tables(self) -> list[str]:
+        existing, own = self._own_names()
+        names = [self.table(t) for t in (*TABLES, "probes")]
+        if own is None:
+            return [self.marker_table, *(n for n in names if n in existing)]
+        return [n for n in names if n in existing and n not in own]
+
+    def _mark(self, name: str) -> None:
+        """List ``name`` in the marker table before creating it (a non-WAL table: the row is
+        visible at once), so that an interrupted run leaves nothing unmarked behind."""
+        self._exec(f"CREATE TABLE IF NOT EXISTS {self.marker_table} (tbl SYMBOL, created TIMESTAMP)")
+        self._exec(f"INSERT INTO {self.marker_table} VALUES ('{name}', now())")
+
+    def drop_own(self) -> None:
+        existing, own = self._own_names()
+        if own is None:  # the marker's name is the user's table: nothing here is known to be ours
+            return
+        for name in sorted(own & existing):
+            self._exec(f"DROP TABLE IF EXISTS {name}")
+        if self.marker_table in existing:
+            self._exec(f"DROP TABLE {self.marker_table}")
+
+    def server_version(self) -> str:
+        return str(self._exec("SELECT build()")["dataset"][0][0])
+
+    def _auth(self) -> dict[str, str]:
+        """HTTP basic authentication for an endpoint with a user (password from the environment)."""
+        endpoint = self.endpoint
+        if endpoint is None or endpoint.user is None:
+            return {}
+        token = base64.b64encode(f"{endpoint.user}:{endpoint.password() or ''}".encode()).decode()
+        return {"Authorization": f"Basic {token}"}
 
     # ---- HTTP ------------------------------------------------------------------------------
 
     def _conn(self) -> http.client.HTTPConnection:
         self.require_running()
         # One connection per request: nothing to go stale between the runner's repetitions.
-        return http.client.HTTPConnection(LOOPBACK, self.ports["http"], timeout=3600)
+        return http.client.HTTPConnection(self.host, self.ports["http"], timeout=3600)
 
     def _get(self, path: str, query: dict[str, str], keep: bool = False,
              pool: ReaderPool[http.client.HTTPConnection] | None = None) -> tuple[int, bytes]:
@@ -206,7 +269,7 @@ class Adapter(ServerEngine):
         conn = pool.get() if pool is not None else self._conn()
         reuse = False
         try:
-            conn.request("GET", path + "?" + urllib.parse.urlencode(query))
+            conn.request("GET", path + "?" + urllib.parse.urlencode(query), headers=self._auth())
             resp = conn.getresponse()
             body = resp.read()
             reuse = pool is not None and resp.status == 200 and not resp.will_close
@@ -284,8 +347,11 @@ class Adapter(ServerEngine):
         # ILP over HTTP: each request is acknowledged after its WAL commit and errors come back
         # (ILP over TCP drops a bad batch silently). Protocol 2 sends doubles in binary;
         # retry_timeout=0: a failed flush is an error, never retried.
+        endpoint = self.endpoint
+        auth = (f"username={endpoint.user};password={endpoint.password() or ''};"
+                if endpoint is not None and endpoint.user else "")
         return Sender.from_conf(
-            f"http::addr={LOOPBACK}:{self.ports['http']};protocol_version=2;retry_timeout=0;"
+            f"http::addr={self.host}:{self.ports['http']};protocol_version=2;retry_timeout=0;{auth}"
             f"auto_flush_rows=off;auto_flush_interval=off;auto_flush_bytes={ILP_FLUSH_BYTES};")
 
     def _send_parquet(self, sender: Sender, table: str, target: str, days: Iterable[str]) -> int:
@@ -308,30 +374,34 @@ class Adapter(ServerEngine):
     def load(self) -> int:
         """The query data over ILP; returns the rows acknowledged (visible once
         :meth:`pending_visibility` is False)."""
+        if self.endpoint is not None:
+            self.check_endpoint()
         for table in (*TABLES, "probes"):
-            self._create(table, table)
+            if self.endpoint is not None:
+                self._mark(self.table(table))
+            self._create(table, self.table(table))
         days = self.params.load_days()
         with self._sender() as sender:
-            rows = sum(self._send_parquet(sender, table, table, days) for table in TABLES)
+            rows = sum(self._send_parquet(sender, table, self.table(table), days) for table in TABLES)
             self._send_probes(sender)
             sender.flush()
-        self._await((*TABLES, "probes"))
+        self._await(self.table(t) for t in (*TABLES, "probes"))
         return rows
 
     def _send_probes(self, sender: Sender) -> None:
         for qid, times in (("O-T", self.params.ot_times), ("O-NBBO", self.params.nbbo_times)):
             for t in times:
-                sender.row("probes", symbols={"qid": qid}, at=TimestampNanos(t))
+                sender.row(self.table("probes"), symbols={"qid": qid}, at=TimestampNanos(t))
 
     def set_params(self, params: QueryParams) -> None:
         """New parameters (the scaling suite's spans): the probe times live in the ``probes``
         table, so it is written again."""
         self.params = params
-        self._create("probes", "probes")
+        self._create("probes", self.table("probes"))
         with self._sender() as sender:
             self._send_probes(sender)
             sender.flush()
-        self._await(("probes",))
+        self._await((self.table("probes"),))
 
     def run_query(self, qid: str) -> pa.Table:
         """``/exec`` with ``timings=true`` on this thread's kept-alive connection: measured at
@@ -339,7 +409,10 @@ class Adapter(ServerEngine):
         thousand rows) faster than ``/exp`` Parquet, and it carries QuestDB's own timings."""
         if self.query_conns is None:
             raise RuntimeError("QuestDB is not started")
-        sql = bind(self.query_text(qid), self.params.bindings())
+        text = self.query_text(qid)
+        if self.endpoint is not None:  # tickbench's prefixed tables on the user's server
+            text = FROM_TABLE.sub(lambda m: m.group(1) + self.table(m.group(2)), text)
+        sql = bind(text, self.params.bindings())
         self.last_server_ns = None
         status, body = self._get("/exec", {"query": sql, "timings": "true"}, pool=self.query_conns)
         answer: dict[str, Any] = json.loads(body)
@@ -564,6 +637,8 @@ class Adapter(ServerEngine):
                 "cairo.max.uncommitted.rows", "http.export.connection.limit"}
         params = {r["property_path"]: r["value"] for r in self._rows("SHOW PARAMETERS")
                   if r["property_path"] in keys}
+        if self.endpoint is not None:  # the user's server: its own version and heap
+            return {"wal": True, "load": "ILP over HTTP (protocol 2)", "results": "HTTP /exp fmt=parquet", **params}
         return {"version": VERSION, "jvm_heap": HEAP, "wal": True, "load": "ILP over HTTP (protocol 2)",
                 "results": "HTTP /exec JSON with timings=true, one kept-alive connection per client",
                 "server_time": "/exec timings: compiler + execute", **params}

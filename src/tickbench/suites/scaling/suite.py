@@ -107,12 +107,17 @@ class ScalingSuite(Suite):
                parse=lambda t: tuple(s.strip() for s in t.split(",")), text_default="day,week,month",
                check=lambda v: None if v and set(v) <= set(SPANS) else "expected some of day,week,month",
                decode=tuple),
+        Option("scaling_queries", QUERY_IDS, "the published queries to scale, e.g. O-T,O-NBBO", kind="text",
+               parse=lambda t: QUERY_IDS if t.strip() == "all" else tuple(q.strip() for q in t.split(",")),
+               text_default="all",
+               check=lambda v: None if v and set(v) <= set(QUERY_IDS) else "expected query ids, e.g. O-T,O-NBBO",
+               decode=tuple),
     )
     report: ClassVar[ModuleType | None] = report_module
     figures_model = ScalingFigures
 
     def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
-        return [scaling_id(q) for q in QUERY_IDS]
+        return [scaling_id(q) for q in QUERY_IDS if q in opts["scaling_queries"]]
 
     def run(self, ctx: CellContext, todo: list[str]) -> None:
         if "scaled" not in ctx.shared:  # generated once per run, for every engine

@@ -1,0 +1,54 @@
+"""README's headline is generated from a run's results: every cell, where each engine's time
+went, and the paper beside it by rank order and ratio (never by value)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TINY_SEED
+from tests.synthetic import many_engines, real_run
+from tickbench.docs import replace_block
+from tickbench.report import headline, paper
+from tickbench.results import Results
+from tickbench.suites.published import BENCHMARKS, QUERY_IDS
+
+
+@pytest.fixture(scope="module")
+def real(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Results:
+    return real_run(tiny_dir, tmp_path_factory.mktemp("headline-run") / "out", TINY_SEED, repetitions=2)
+
+
+def test_the_runner_records_where_each_engine_time_went(real: Results) -> None:
+    phases = real.environment.engines["duckdb"]["phase_seconds"]
+    assert {"start", "load", "W", "SE", *QUERY_IDS} <= set(phases)
+    assert all(v >= 0 for v in phases.values())
+    assert phases["load"] > 0
+
+
+def test_headline_has_every_cell_every_engine_and_the_paper_by_rank(real: Results) -> None:
+    many = many_engines(real)
+    text = headline.render(many, "make run-paper", "nothing else running")
+    for b in BENCHMARKS:
+        assert re.search(rf"^\| {re.escape(b.id)} \|", text, re.M), b.id
+    for e in many.engines():
+        assert f"| {e} |" in text
+    assert "✘ wrong" in text and "⏱ timeout" in text  # failures show as failures, not times
+    # each side ranks its own figures; ours are duckdb's × 0.3 (kdb), 0.5 (influxdb), 2 (chdb), 5
+    # (timescaledb), so their ratios to the fastest are fixed whatever duckdb measured
+    rows = [line for line in text.splitlines() if line.startswith("| T-V2 |")]
+    assert len(rows) == 2  # the cell row and the beside-the-paper row
+    beside = rows[1]
+    ours = beside.split(" | ")[3]
+    assert ours == "kdb 1× < influxdb 1.67× < chdb 6.67× < timescaledb 16.7×", ours
+    assert paper.PAPER_LABEL in text and "make run-paper" in text and "nothing else running" in text
+
+
+def test_headline_replaces_only_its_block() -> None:
+    text = f"intro\n{headline.START}\nold\n{headline.END}\nrest\n"
+    out = replace_block(text, headline.START, headline.END, "new")
+    assert out == f"intro\n{headline.START}\nnew\n{headline.END}\nrest\n"
+    with pytest.raises(ValueError, match="markers"):
+        replace_block("no markers", headline.START, headline.END, "new")

@@ -21,6 +21,9 @@ from tickbench.run.session import RunConfig, run
 from tickbench.suites.published import BY_ID, QUERIES, QUERY_IDS
 from tickbench.suites.registry import suites
 
+# Engines that report their own (server-side) time of each query and state W's durability.
+SERVER_TIME = {"postgres", "timescaledb", "questdb", "influxdb", "chdb"}
+
 
 def _engine_params() -> list[object]:
     out = []
@@ -55,6 +58,9 @@ def test_published_suite_verifies(engine: str, tiny: Dataset, tmp_path: Path) ->
         assert rec.status == "ok", f"{q.id}: {rec.status} {rec.reason}"
         assert rec.verified is True
         assert rec.stats is not None and len(rec.samples_ns) == 2 and min(rec.samples_ns) > 0
+        if engine in SERVER_TIME:  # the engine's own time of each repetition, within the client's
+            assert len(rec.server_samples_ns) == 2, f"{q.id}: server times {rec.server_samples_ns}"
+            assert all(0 < s <= c for s, c in zip(rec.server_samples_ns, rec.samples_ns, strict=True)), q.id
         assert rec.query is not None and rec.query.text.strip()
         saved = pl.read_parquet(out / "answers" / engine / f"{q.id}.parquet")
         expected = reference.answer(q.id, tiny, params)
@@ -71,6 +77,8 @@ def test_published_suite_verifies(engine: str, tiny: Dataset, tmp_path: Path) ->
         rows = sum(v["rows"] for v in tiny.manifest.csv.values())
         for fmt in ("csv", "parquet"):
             assert w[fmt]["rows"] == rows and w[fmt]["seconds"] > 0 and w[fmt]["baseline_seconds"] > 0
+            if engine in SERVER_TIME:  # these engines' W states its durability setting
+                assert w[fmt]["detail"].get("durability"), w[fmt]["detail"]
     if "SE" not in info.unsupported:
         se = by_id["SE"].figures
         assert se["engine_bytes"] > 0 and 0 < se["pct_of_csv"] < 1000

@@ -76,11 +76,14 @@ DB_PARTS = "SELECT sum(bytes_on_disk), count() FROM system.parts WHERE active AN
 MERGES = "SELECT count() FROM system.merges WHERE database = {db:String}"
 OPTIMIZE = "OPTIMIZE TABLE {db:Identifier}.{table:Identifier} FINAL"
 FLUSH_LOG = "SYSTEM FLUSH LOGS query_log"
-# query_log's memory_usage is the query's peak tracked memory (ClickHouse's own figure). The
-# row is found as the latest finished SELECT: chDB logs the query text with its parameters
-# substituted and reformatted (so the text cannot be matched), and sets no query_id we can read.
+# query_log's memory_usage is the query's peak tracked memory, and its start and finish times
+# (µs) its duration (ClickHouse's own figures). The row is found as the latest finished SELECT:
+# chDB logs the query text with its parameters substituted and reformatted (so the text cannot
+# be matched), and sets no query_id we can read.
 QUERY_MEMORY = (
-    "SELECT memory_usage FROM system.query_log WHERE type = 'QueryFinish' AND is_initial_query "
+    "SELECT memory_usage, toUnixTimestamp64Micro(event_time_microseconds) "
+    "- toUnixTimestamp64Micro(query_start_time_microseconds) AS duration_us "
+    "FROM system.query_log WHERE type = 'QueryFinish' AND is_initial_query "
     "AND query_kind = 'Select' AND NOT has(tables, 'system.query_log') "
     "ORDER BY event_time_microseconds DESC LIMIT 1"
 )
@@ -187,6 +190,8 @@ class Adapter(Engine):
     session: Session | None = None
     # True while the session's last statement was a benchmark query (see query_memory_bytes).
     _query_last: bool = False
+    # The last benchmark query's query_log row once read (query_memory_bytes, query_server_ns).
+    _query_log: dict[str, Any] | None = None
     # The open session's connection string (path and startup arguments).
     session_conn: str | None = None
     ingest_conn: str | None = None  # the ingest store's session connection string, while open
@@ -278,6 +283,7 @@ class Adapter(Engine):
         sql = self.query_text(qid)
         table = self._sql(sql, query_params(sql, self.params.bindings()), "ArrowTable")
         self._query_last = True
+        self._query_log = None
         assert isinstance(table, pa.Table)
         return table
 
@@ -286,11 +292,25 @@ class Adapter(Engine):
         ``memory_usage``), or None if it is not there. Called after the timed interval: the
         log is flushed here, on demand. None unless the session's last statement was a
         benchmark query, since the row is found as the latest finished SELECT."""
-        if not self._query_last:
-            return None
-        self._sql(FLUSH_LOG)
-        rows = self._sql(QUERY_MEMORY, fmt="ArrowTable").to_pylist()
-        return int(rows[0]["memory_usage"]) if rows else None
+        row = self._last_query_log()
+        return int(row["memory_usage"]) if row else None
+
+    def query_server_ns(self) -> int | None:
+        """The last query's duration as ClickHouse logged it (``system.query_log``: finish
+        minus start, µs), read after the timed interval as :meth:`query_memory_bytes` is."""
+        row = self._last_query_log()
+        return int(row["duration_us"]) * 1000 if row else None
+
+    def _last_query_log(self) -> dict[str, Any] | None:
+        """The last benchmark query's query_log row, read once (the log flushed on demand);
+        ``{}`` when it is not there, ``None`` when the last statement was not a benchmark query."""
+        if self._query_log is None:
+            if not self._query_last:
+                return None
+            self._sql(FLUSH_LOG)
+            rows = self._sql(QUERY_MEMORY, fmt="ArrowTable").to_pylist()
+            self._query_log = rows[0] if rows else {}
+        return self._query_log
 
     def _day_files(self, table: str, fmt: str) -> list[Path]:
         if fmt not in FORMATS:

@@ -3,6 +3,9 @@
 Writes go over HTTP ``/write`` as line protocol built column-wise with Polars
 (:mod:`.lineprotocol`); queries are InfluxQL files sent to ``/query`` with bound parameters,
 whose header comments say how InfluxDB's series become the SPEC's columns (:mod:`.results`).
+Query answers come back as MessagePack (``Accept: application/x-msgpack``, decoded in C) over
+one kept-alive connection per client thread; the server's own time of each query is the growth
+of its HTTP service's ``queryReqDurationNs`` counter (``/debug/vars``), read after the clock.
 
 The ingest capability (tick-latency, stream and durability suites) writes line protocol built
 row by row to a database of its own per ingest store, over one keep-alive HTTP connection per
@@ -32,6 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
+import msgpack
 import polars as pl
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -41,7 +45,7 @@ from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures
 from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES, Ties, line_batches
 from tickbench.engines.influxdb.results import influx_bindings, ingest_table, parse_header, to_table
 from tickbench.engines.influxdb.writer import Session, Writer
-from tickbench.engines.server import LOOPBACK, InstallStep, ServerEngine, run_tool, tools_dir
+from tickbench.engines.server import LOOPBACK, InstallStep, ReaderPool, ServerEngine, run_tool, tools_dir
 from tickbench.suites.published import BY_ID
 
 VERSION = "1.8.10"
@@ -57,6 +61,10 @@ WRITERS = 3  # concurrent /write requests: the server parses each request on one
 # The measurement that marks a database of an external endpoint as tickbench's own.
 MARKER = "tickbench_marker"
 INGEST_PREFIX = "ingest_"  # ingest databases are ingest_<random hex>, one per store
+MSGPACK = "application/x-msgpack"
+# A query connection idle this long is replaced before its next query (one stale after a long
+# pause would fail it, and no request is ever sent twice).
+QUERY_IDLE_S = 60.0
 # The durability settings: the server's [data] wal-fsync-delay, read only at startup.
 #
 # Why both are durable, from InfluxDB 1.8.10's source (tsdb/engine/tsm1/engine.go and wal.go):
@@ -108,6 +116,10 @@ class Adapter(ServerEngine):
     #: Databases written by load() or storage_load() whose compaction the runner waits for.
     _settling: set[str]
     _ties: Ties
+    #: The benchmark queries' kept-alive connections (one per thread), while connected.
+    query_sessions: ReaderPool[Session] | None = None
+    #: The HTTP service's (queryReq, queryReqDurationNs) when last read (query_server_ns).
+    query_counters: tuple[int, int] | None = None
     external_endpoint = True  # a database of its own, marked (see the module docstring)
     namespace_kind = "database"
 
@@ -164,6 +176,29 @@ class Adapter(ServerEngine):
     def ready(self) -> bool:
         return self._request("GET", "/ping")[0] == 204
 
+    def connect(self) -> None:
+        self.query_sessions = ReaderPool(lambda: Session(self.http_port), QUERY_IDLE_S)
+        self.query_counters = self._query_counters()
+
+    def disconnect(self) -> None:
+        if self.query_sessions is not None:
+            self.query_sessions.close()
+            self.query_sessions = None
+        self.query_counters = None
+
+    def _query_counters(self) -> tuple[int, int] | None:
+        """The HTTP service's query requests and their total duration (ns) so far, from
+        ``/debug/vars``; ``None`` if it reports none."""
+        status, raw = self._request("GET", "/debug/vars")
+        if status != 200:
+            return None
+        for key, stat in json.loads(raw).items():
+            if key.startswith("httpd") and isinstance(stat, dict) and stat.get("name") == "httpd":
+                values = stat.get("values", {})
+                if "queryReq" in values and "queryReqDurationNs" in values:
+                    return int(values["queryReq"]), int(values["queryReqDurationNs"])
+        return None
+
     # -- HTTP ---------------------------------------------------------------------------
 
     def _request(self, method: str, path: str, body: bytes | memoryview | None = None,
@@ -217,18 +252,23 @@ class Adapter(ServerEngine):
             conn.close()
 
     def _query(self, q: str, db: str = DB, params: dict[str, Any] | None = None,
-               session: Session | None = None) -> list[dict[str, Any]]:
+               session: Session | None = None, packed: bool = False) -> list[dict[str, Any]]:
         """POST ``q`` (one or more statements) and return the per-statement results;
         raise on any error. Times come back as integer nanoseconds (``epoch=ns``). Sent over
-        ``session`` when given, else over a connection of its own."""
+        ``session`` when given, else over a connection of its own; ``packed``: the answer as
+        MessagePack rather than JSON (same structure, decoded in C)."""
         form = {"q": q, "db": db, "epoch": "ns"}
         if params:
             form["params"] = json.dumps(params)
         request = session.request if session is not None else self._request
-        status, raw = request(
-            "POST", "/query", urllib.parse.urlencode(form).encode(),
-            {"Content-Type": "application/x-www-form-urlencoded"})
-        doc = json.loads(raw)
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        if packed:
+            headers["Accept"] = MSGPACK
+        status, raw = request("POST", "/query", urllib.parse.urlencode(form).encode(), headers)
+        try:
+            doc = msgpack.unpackb(raw) if packed else json.loads(raw)
+        except ValueError:  # an error the server wrote as text
+            raise RuntimeError(f"InfluxDB query failed ({status}): {raw[:500]!r}") from None
         if status != 200 or "error" in doc:
             raise RuntimeError(f"InfluxDB query failed ({status}): {doc.get('error', raw[:500])}")
         results: list[dict[str, Any]] = doc["results"]
@@ -329,7 +369,13 @@ class Adapter(ServerEngine):
         frames, nbytes = self._input_frames(fmt)
         expected = sum(f.height for _, f in frames)
         rows = self._load_frames(f"w_{fmt}", frames, expected)
-        return LoadFigures(rows=rows, input_bytes=nbytes, detail={"database": f"w_{fmt}"})
+        return LoadFigures(rows=rows, input_bytes=nbytes,
+                           detail={"database": f"w_{fmt}", "durability": self.w_durability()})
+
+    def w_durability(self) -> str:
+        """W's durability (its records' ``detail["durability"]``)."""
+        return (f"wal-fsync-delay={self.wal_fsync_delay}: each /write is acknowledged (HTTP 204) only after "
+                "the WAL entry holding its points is fsynced, so every row is on disk when W returns")
 
     def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """InfluxDB's own importer, ``influx -import``, with its defaults (5000 points per
@@ -357,7 +403,8 @@ class Adapter(ServerEngine):
         if rows != expected:
             raise RuntimeError(f"{db}: {expected} rows written but {rows} points read back")
         return LoadFigures(rows=rows, input_bytes=nbytes, detail={
-            "database": db, "tool": "influx -import", "line_protocol_bytes": lp_bytes})
+            "database": db, "tool": "influx -import", "line_protocol_bytes": lp_bytes,
+            "durability": self.w_durability()})
 
     def storage_load(self) -> None:
         """The 30-day period alone in a fresh database ``se`` (settled before SE is measured)."""
@@ -380,11 +427,31 @@ class Adapter(ServerEngine):
         header = parse_header(text)
         binds = influx_bindings(self.params.bindings())
         used = {name: binds[name] for name in PARAM.findall(text)}
-        results = self._query(text, db=self.db, params=used)
+        if self.query_sessions is None:
+            raise RuntimeError("InfluxDB is not started")
+        # writer.Session reaches the loopback only, without credentials: an external
+        # endpoint's queries go over a connection each (with its host and authentication).
+        session = self.query_sessions.get() if self.endpoint is None else None
+        try:
+            results = self._query(text, db=self.db, params=used, session=session, packed=True)
+        except BaseException:
+            self.query_sessions.discard()  # a failed request's connection is not reused
+            raise
         probes = self.params.bindings()[header.probe[1]] if header.probe else None
         table = to_table(results, header.renames, BY_ID[qid].columns,
                          header.probe[0] if header.probe else None, probes)
         return table.sort_by([(c, "ascending") for c in header.sort]) if header.sort else table
+
+    def query_server_ns(self) -> int | None:
+        """The server's own time of the last query: the growth of ``queryReqDurationNs`` (the
+        HTTP handler's time, from the request to the last byte of the answer) since the last
+        reading, when exactly one query request ran in between (else ``None``: another
+        client's query, or one of the adapter's own). Read after the clock stops."""
+        before, now = self.query_counters, self._query_counters()
+        self.query_counters = now
+        if before is None or now is None or now[0] - before[0] != 1:
+            return None
+        return now[1] - before[1]
 
     # -- ingest (tick-latency, stream and durability suites) ------------------------------
 
@@ -476,7 +543,9 @@ class Adapter(ServerEngine):
         conf = (self.root / "influxd.toml").read_text() if (self.root / "influxd.toml").exists() else ""
         found = {k: v.strip().strip('"') for k, v in re.findall(r"^\s*([a-z-]+)\s*=\s*(.+)$", conf, re.M)}
         out: dict[str, Any] = {k: found.get(k, "default") for k in keys}
-        out.update({"shard_duration": "1d", "batch_bytes": BATCH_BYTES, "writers": WRITERS,
+        out.update({"results": "MessagePack over one kept-alive HTTP connection per client",
+                    "server_time": "/debug/vars httpd queryReqDurationNs growth per query",
+                    "shard_duration": "1d", "batch_bytes": BATCH_BYTES, "writers": WRITERS,
                     "trade_ties": "tag seq = rank of the trade among those with the same "
                                   "(exchange, sym, side, ts)",
                     "ingest": "line protocol over HTTP /write, one keep-alive connection per writer; "

@@ -6,6 +6,13 @@ once, reopened as it is by later starts). The client is psycopg 3. Data goes in 
 files with psycopg named parameters (``%(sym)s``). Tables are plain heap tables with BRIN and
 btree indexes (``schema.sql`` + ``indexes.sql``).
 
+Query results come back through ADBC's PostgreSQL driver, which runs each query as
+``COPY (query) TO STDOUT (FORMAT binary)`` and decodes the rows straight into Arrow in C (no
+Python object per value); its parameters are written into the text as SQL literals by psycopg
+(COPY takes no bind parameters), once per query and parameter set, before the clock. The
+server's own time of each query is read from ``pg_stat_statements`` after the clock stops
+(:meth:`Adapter.query_server_ns`).
+
 An engine built on PostgreSQL's server (TimescaleDB) subclasses :class:`Adapter` and sets its
 hooks: :attr:`~Adapter.extra_settings`, :attr:`~Adapter.extension`, the schema files,
 :attr:`~Adapter.copy_freeze` and :attr:`~Adapter.size_sql`; its files are looked up in its own
@@ -26,11 +33,13 @@ import re
 import secrets
 import shutil
 import signal
+import urllib.parse
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
+import adbc_driver_postgresql.dbapi as adbc
 import psycopg
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -52,6 +61,7 @@ from tickbench.engines.server import (
     remove_stale_pid_file,
     run_tool,
 )
+from tickbench.params import QueryParams
 
 PG_MAJOR = "15"
 PACKAGE = f"postgresql-{PG_MAJOR}"
@@ -73,8 +83,19 @@ SERVER_SETTINGS = {
     "maintenance_work_mem": "1GB",  # index builds sort in memory
     "fsync": "on",
     "synchronous_commit": "on",
+    # Server-side time of each query (query_server_ns); its overhead is a hash of each
+    # statement's parse tree. Engines on this server add their own libraries to the list.
+    "shared_preload_libraries": "pg_stat_statements",
+    "pg_stat_statements.track": "top",
+    # JIT compilation off: measured on the 14 queries at SF 0.1 (README, "Tuning"), its
+    # compile time (tens of ms per query above jit_above_cost) outweighs what it saves here.
+    "jit": "off",
 }
 COPY_CHUNK_BYTES = 8 << 20
+# The last statement of a backend, and the totals pg_stat_statements holds for it (in ms).
+LAST_QUERY_ID = "SELECT query_id FROM pg_stat_activity WHERE pid = %s"
+STATEMENT_TOTALS = ("SELECT coalesce(sum(calls), 0), coalesce(sum(total_exec_time), 0) FROM pg_stat_statements "
+                    "WHERE queryid = %s AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())")
 # The comment tickbench puts on every table (and schema) it creates on an external endpoint:
 # what it may drop, and a table of its names without it is the user's, never touched.
 MARKER = "created by tickbench; dropped after the run unless --keep"
@@ -127,10 +148,22 @@ class Adapter(ServerEngine):
     copy_freeze: ClassVar[bool] = True
     #: The Debian packages ``tickbench install`` installs.
     apt_packages: ClassVar[tuple[str, ...]] = (PACKAGE,)
+    #: W's durability (each W record's ``detail["durability"]``): how its commit reaches disk.
+    w_durability: ClassVar[str] = (
+        "fsync=on, synchronous_commit=on: each COPY and index build commits durably before W returns; "
+        "with wal_level=minimal the tables made or truncated in the transaction skip the WAL and their files are "
+        "fsynced at commit, the rest is in the WAL flushed at commit")
     #: SE: a table's bytes on disk, heap, TOAST and indexes (``%s`` is the table's name).
     size_sql: ClassVar[str] = "SELECT pg_total_relation_size(%s)"
 
     conn: psycopg.Connection[Any] | None = None
+    #: The query connection (ADBC), its backend's pid, and each query's text with its
+    #: parameters written in (cleared by set_params).
+    qconn: Any = None
+    qpid: int | None = None
+    literal_queries: dict[str, str]
+    #: pg_stat_statements' (calls, total ms) per query id when last read (query_server_ns).
+    statement_totals: dict[int, tuple[int, float]]
     ingest_durability: ClassVar[dict[str, str]] = {
         "synchronous_commit=on": (
             "durable: a commit returns once its WAL is flushed to disk (fsync=on); no acknowledged "
@@ -267,8 +300,29 @@ class Adapter(ServerEngine):
         if not self.attached:
             self._ensure_database(DB)
         self.conn = self._connect(DB)
+        self.literal_queries = {}
+        self.statement_totals = {}
+        if self.endpoint is not None:
+            # The user's server: no extension created, no statistics reset; queries go over
+            # psycopg (run_query), with no server-side time.
+            return
+        if not self.attached:
+            self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            # Counting from zero: the first query's totals are its own.
+            self.conn.execute("SELECT pg_stat_statements_reset()")
+        password = urllib.parse.quote(self.password_file.read_text(), safe="")
+        self.qconn = adbc.connect(f"postgresql://{SUPERUSER}:{password}@{LOOPBACK}:{self.port}/{DB}"
+                                  "?options=-c%20timezone%3DUTC", autocommit=True)
+        with self.qconn.cursor() as cur:
+            cur.execute("SELECT pg_backend_pid()")
+            row = cur.fetchone()
+        self.qpid = int(row[0]) if row else None
 
     def disconnect(self) -> None:
+        if self.qconn is not None:
+            self.qconn.close()
+            self.qconn = None
+            self.qpid = None
         if self.conn is not None:
             self.conn.close()
             self.conn = None
@@ -398,11 +452,59 @@ class Adapter(ServerEngine):
 
     # -- queries --------------------------------------------------------------------------
 
+    def literal_query(self, qid: str) -> str:
+        """``qid``'s text with the run's parameters written in as SQL literals by psycopg
+        (ADBC runs it as ``COPY (…) TO STDOUT``, which takes no bind parameters), without its
+        final semicolon; made once per parameter set."""
+        text = self.literal_queries.get(qid)
+        if text is None:
+            raw = self.query_text(qid)
+            with psycopg.ClientCursor(self._conn()) as cur:
+                text = cur.mogrify(raw, pg_bindings(self.params.bindings(), raw)).rstrip().rstrip(";") + "\n"
+            self.literal_queries[qid] = text
+        return text
+
     def run_query(self, qid: str) -> pa.Table:
-        text = self.query_text(qid)
-        with self._conn().cursor() as cur:
-            cur.execute(text, pg_bindings(self.params.bindings(), text))
-            return result_arrow(None, cur)
+        if self.qconn is None:
+            if self.endpoint is None:
+                raise RuntimeError("PostgreSQL is not started")
+            # An external endpoint: psycopg rows, bound parameters (ADBC is not set up there).
+            raw = self.query_text(qid)
+            with self._conn().cursor() as cur:
+                cur.execute(raw, pg_bindings(self.params.bindings(), raw))
+                return result_arrow(None, cur)
+        text = self.literal_query(qid)
+        with self.qconn.cursor() as cur:
+            cur.execute(text)
+            table: pa.Table = cur.fetch_arrow_table()
+        return table
+
+    def set_params(self, params: QueryParams) -> None:
+        super().set_params(params)
+        self.literal_queries = {}
+
+    def query_server_ns(self) -> int | None:
+        """The last query's time in the server, from ``pg_stat_statements``: the growth of
+        its statement's total execution time (the ``COPY`` ADBC ran: planning, execution and
+        sending the rows) since it was last read, when exactly one call of it ran in between
+        (another client running the same statement makes it ``None``). Read after the
+        clock stops, on the adapter's other connection."""
+        if self.conn is None or self.qpid is None:
+            return None
+        row = self.conn.execute(LAST_QUERY_ID, [self.qpid]).fetchone()
+        if row is None or row[0] is None:
+            return None
+        qid = int(row[0])
+        totals = self.conn.execute(STATEMENT_TOTALS, [qid]).fetchone()
+        if totals is None:
+            return None
+        calls, ms = int(totals[0]), float(totals[1])
+        # Unread before: zero since connect() reset the statistics (an attached client did not).
+        before = self.statement_totals.get(qid, None if self.attached else (0, 0.0))
+        self.statement_totals[qid] = (calls, ms)
+        if before is None or calls - before[0] != 1:
+            return None
+        return round((ms - before[1]) * 1e6)
 
     # -- W and SE -------------------------------------------------------------------------
 
@@ -416,13 +518,13 @@ class Adapter(ServerEngine):
             day = [self.dataset.bulk_day]
             files = [f for t in TABLES for f in self.dataset.files(t, day)]
             return LoadFigures(rows=self._load_parquet(db, day), input_bytes=sum(f.stat().st_size for f in files),
-                               detail={"database": db, "copy": "binary"})
+                               detail={"database": db, "copy": "binary", "durability": self.w_durability})
         if fmt != "csv":
             raise ValueError(f"unknown format {fmt!r}")
         paths = {t: self.dataset.csv_file(t) for t in TABLES}
         rows = self._load_files(db, {t: _file_chunks(p) for t, p in paths.items()}, "FORMAT csv, HEADER")
         return LoadFigures(rows=rows, input_bytes=sum(p.stat().st_size for p in paths.values()),
-                           detail={"database": db, "copy": "csv"})
+                           detail={"database": db, "copy": "csv", "durability": self.w_durability})
 
     def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """PostgreSQL's own simplest path into a fresh database ``baseline_<fmt>``: the schema,
@@ -450,7 +552,8 @@ class Adapter(ServerEngine):
             for t, p in paths.items():
                 self._psql(db, f"\\copy {t} FROM '{p}' WITH (FORMAT csv, HEADER)")
             rows = self._finish(c)
-        return LoadFigures(rows=rows, input_bytes=nbytes, detail={"database": db, "tool": "psql \\copy"})
+        return LoadFigures(rows=rows, input_bytes=nbytes, detail={"database": db, "tool": "psql \\copy",
+                                                                  "durability": self.w_durability})
 
     def _psql(self, dbname: str, command: str) -> None:
         env = {"PGPASSWORD": self.password_file.read_text(), "PGTZ": "UTC"}
@@ -542,6 +645,8 @@ class Adapter(ServerEngine):
             out[f"{self.extension}_version"] = _scalar(
                 c, "SELECT extversion FROM pg_extension WHERE extname = %s", [self.extension])
         out["load_copy"] = "binary COPY FROM STDIN encoded from Arrow"
+        out["results"] = "ADBC PostgreSQL driver: COPY (query) TO STDOUT (FORMAT binary) into Arrow"
+        out["server_time"] = "pg_stat_statements total_exec_time of the query's COPY (plan, execute, send)"
         return out
 
 

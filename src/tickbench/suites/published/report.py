@@ -20,7 +20,7 @@ from html import escape
 from typing import Any
 
 from tickbench.report import paper as paper_mod
-from tickbench.report.cells import MARK, cell_text, matrix, problems
+from tickbench.report.cells import MARK, cell_text, matrix, problems, server_median_ms
 from tickbench.report.summary import CATEGORIES, category_sentence, fastest, headlines, memory_text, standings
 from tickbench.report.widgets import ChartPage, PageParts, Section, md_cell, mib
 from tickbench.results import Record, Results
@@ -63,8 +63,8 @@ def markdown(results: Results) -> PageParts[list[str]]:
     detail = [r for r in results.records if r.status == "ok" and r.stats is not None]
     if detail:
         out += ["", "## Query timings (ms)", "",
-                "| engine | benchmark | median | mean | std | min | max | n | memory | mode |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+                "| engine | benchmark | median | mean | std | min | max | n | server median | memory | mode |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         kinds: dict[str, int] = {}
         for r in detail:
             s = r.stats
@@ -73,8 +73,10 @@ def markdown(results: Results) -> PageParts[list[str]]:
             if r.memory:
                 n = kinds.setdefault(r.memory.kind, len(kinds) + 1)
                 mem = f"{mib(r.memory.bytes)} [{n}]"
+            server = server_median_ms(r)
+            srv = "—" if server is None else f"{server:.2f}"
             out.append(f"| {r.engine} | {r.benchmark} | {s.median_ms:.2f} | {s.mean_ms:.2f} | "
-                       f"{s.std_ms:.2f} | {s.min_ms:.2f} | {s.max_ms:.2f} | {s.n} | {mem} | {r.mode} |")
+                       f"{s.std_ms:.2f} | {s.min_ms:.2f} | {s.max_ms:.2f} | {s.n} | {srv} | {mem} | {r.mode} |")
         if kinds:
             out += ["", "Memory measured as: " + "; ".join(f"[{n}] {k}" for k, n in kinds.items()) + "."]
     loads = [r for r in results.records if r.benchmark == "W" and r.status == "ok"]

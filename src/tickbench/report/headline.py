@@ -44,16 +44,18 @@ def render(results: Results, command: str, conditions: str) -> str:
         "|---|" + "---|" * len(engines),
     ]
     for b in BENCHMARKS:
-        out.append(f"| {b.id} | " + " | ".join(cell_text(results.record(e, b.id)) for e in engines) + " |")
+        cells = [cell_text(rec) if (rec := results.record(e, b.id)) is not None else "not run" for e in engines]
+        out.append(f"| {b.id} | " + " | ".join(cells) + " |")
     out += ["", "Where each engine's time went (wall clock of the runner, per phase), and its memory:", "",
-            "| engine | start | load | 12 queries | W | SE | total | peak RSS (budget) |",
+            "| engine | start | load | 14 queries | W | SE | total | peak RSS (budget) |",
             "|---|---|---|---|---|---|---|---|"]
     queries = {b.id for b in BENCHMARKS if b.kind == "query"}
     for e in engines:
         meta = env.engines.get(e, {})
         ph: dict[str, float] = meta.get("phase_seconds", {})
         if not ph:
-            out.append(f"| {e} | " + " | ".join(["—"] * 6) + f" | {meta.get('reason', '—')} |")
+            why = meta.get("reason", "not recorded by this run")
+            out.append(f"| {e} | " + " | ".join(["—"] * 6) + f" | {why} |")
             continue
         q = sum(v for k, v in ph.items() if k in queries)
         peak, budget = meta.get("peak_rss_bytes"), meta.get("memory_budget_bytes")

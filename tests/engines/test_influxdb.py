@@ -113,3 +113,27 @@ def test_loopback_ties_restart_and_clean_stop(tiny: Dataset, tiny_params: QueryP
         engine.stop()
     assert engine.memory_pids() == []
     assert not psutil.pid_exists(pid)
+
+
+@pytest.mark.server
+@needs_install
+def test_replaced_points_are_an_error_once_settled(tiny: Dataset, tiny_params: QueryParams, workdir: Path) -> None:
+    """The row count is checked by pending_visibility (a count during a cache snapshot can
+    briefly miss points, so the runner asks again); rows that InfluxDB replaced — the same
+    series and time written twice — are still an error, raised once the database has settled."""
+    from tickbench.run.visibility import wait_settled, wait_visible
+
+    engine = adapter_class("influxdb")(workdir, tiny, tiny_params)
+    engine.start()
+    try:
+        book = pl.read_parquet(tiny.files("book", [tiny_params.day])[0])
+        twice = pl.concat([book, book])  # every point written twice: each second write replaces the first
+        assert engine._load_frames("dup", [("book", twice)], twice.height) == twice.height  # type: ignore[attr-defined]
+        with pytest.raises(RuntimeError, match=f"dup: {twice.height} rows written but {book.height} points"):
+            wait_visible(engine)
+        engine._load_frames("ok", [("book", book)], book.height)  # type: ignore[attr-defined]
+        wait_visible(engine)  # every row shows: nothing pending, no error
+        assert not engine.pending_visibility()
+        wait_settled(engine)
+    finally:
+        engine.stop()

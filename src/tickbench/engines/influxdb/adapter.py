@@ -115,6 +115,7 @@ class Adapter(ServerEngine):
     ingest_db: str | None = None  # the open ingest store's database
     #: Databases written by load() or storage_load() whose compaction the runner waits for.
     _settling: set[str]
+    _expected: dict[str, int]  # database -> the rows written into it, until a count shows them all
     _ties: Ties
     #: The benchmark queries' kept-alive connections (one per thread), while connected.
     query_sessions: ReaderPool[Session] | None = None
@@ -126,6 +127,7 @@ class Adapter(ServerEngine):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._settling = set()
+        self._expected = {}
 
     # -- installation -------------------------------------------------------------------
 
@@ -313,10 +315,8 @@ class Adapter(ServerEngine):
         if create:
             self._create(db)
         self._write_all(db, line_batches(frames))
-        rows = self._count(db)
-        if rows != expected:
-            raise RuntimeError(f"{db}: {expected} rows written but {rows} points read back")
-        return rows
+        self._expected[db] = expected  # checked by pending_visibility, which the runner calls next
+        return expected
 
     def _parquet_frames(self, table: str, days: list[str]) -> Iterator[tuple[str, pl.DataFrame]]:
         # One file is one (day, exchange, sym) partition: trades tied on ts are all in it.
@@ -336,6 +336,22 @@ class Adapter(ServerEngine):
         self._create(self.db)
         self._write(self.db, f"{MARKER} created=1i".encode())
         return self._load_frames(self.db, frames, expected, create=False)
+
+    def pending_visibility(self) -> bool:
+        """Whether a database just written does not yet show every written row as a point.
+        InfluxDB acknowledges a write once its points are in the cache and the WAL, but a count
+        that runs while the cache is being snapshotted into a TSM file can miss some of them for
+        a moment (seen at tiny scale: 541,350 of 547,832); the runner asks again. More points
+        than rows, or fewer once the database has settled, means points were lost or replaced
+        (a point with the same series and time replaces another): an error."""
+        for db, want in list(self._expected.items()):
+            got = self._count(db)
+            if got == want:
+                del self._expected[db]
+            elif got > want or (self.endpoint is None and settled(self.root, db)):
+                del self._expected[db]
+                raise RuntimeError(f"{db}: {want} rows written but {got} points read back")
+        return bool(self._expected)
 
     def pending_settle(self) -> bool:
         """Whether a database written by :meth:`load` or :meth:`storage_load` is not yet
@@ -402,10 +418,8 @@ class Adapter(ServerEngine):
         path.unlink()  # the importer's input, not part of the store
         if done.returncode != 0:
             raise RuntimeError(f"influx -import failed: {done.stderr[-2000:]}")
-        rows = self._count(db)
-        if rows != expected:
-            raise RuntimeError(f"{db}: {expected} rows written but {rows} points read back")
-        return LoadFigures(rows=rows, input_bytes=nbytes, detail={
+        self._expected[db] = expected  # checked by pending_visibility, which the runner calls next
+        return LoadFigures(rows=expected, input_bytes=nbytes, detail={
             "database": db, "tool": "influx -import", "line_protocol_bytes": lp_bytes,
             "durability": self.w_durability()})
 

@@ -49,9 +49,9 @@ lint: venv
 bench-ingest: venv
 	$(BIN)/python benchmarks/ingest_rates.py --engines duckdb,chdb,questdb,postgres --writers 2 --tables book
 
-## bench-generator: generator throughput (rows/s, MB/s per table) at SF 0.1
+## bench-generator: generator throughput (rows/s, MB/s per table) at SF 1 (about 2 minutes on 2 cores, 9 GB in a temporary directory)
 bench-generator: venv
-	$(BIN)/python benchmarks/generator.py --scale 0.1 --jobs 2
+	$(BIN)/python benchmarks/generator.py --scale 1 --jobs 2
 
 install-servers: venv
 	$(BIN)/tickbench install postgres questdb influxdb

@@ -486,13 +486,14 @@ class Engine(ABC):
     def ingest_bulk(self, table: str, batch: pa.Table) -> None:
         """Append ``batch`` (rows of ``table``, SPEC column order) to the open ingest store
         through the engine's bulk path (the W path's client), returning when acknowledged; the
-        stream suite compares streaming with it. The default: one :meth:`ingest_client` write."""
-        payload = RowsTarget(self).encode(table, batch)
-        client = self.ingest_client()
+        stream suite compares streaming with it. The default: the whole batch as one send of
+        :meth:`ingest_stream_target` (one binary COPY, one Arrow insert, or one client write)."""
+        target = self.ingest_stream_target()
+        sender = target.connect()
         try:
-            client.write(table, payload[1])
+            sender.send(target.encode(table, batch))
         finally:
-            client.close()
+            sender.close()
 
     @classmethod
     def supports_ingest(cls) -> bool:

@@ -42,6 +42,7 @@ not ours to sample); :meth:`restart_with` is refused (a server-wide setting). Th
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -509,6 +510,15 @@ class ServerEngine(Engine):
     def server_version(self) -> str:
         """The version the running server reports (a query), for an external endpoint."""
         raise NotImplementedError
+
+    def http_auth(self) -> dict[str, str]:
+        """HTTP basic authentication for an external endpoint with a user (the password from
+        the environment variable the endpoint names); no header otherwise."""
+        endpoint = self.endpoint
+        if endpoint is None or endpoint.user is None:
+            return {}
+        token = base64.b64encode(f"{endpoint.user}:{endpoint.password() or ''}".encode()).decode()
+        return {"Authorization": f"Basic {token}"}
 
     def disconnect(self) -> None:
         """Close what :meth:`connect` opened (stop() calls it first)."""

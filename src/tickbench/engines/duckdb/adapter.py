@@ -255,15 +255,6 @@ class Adapter(Engine):
     def ingest_stream_target(self) -> StreamTarget:
         return _ArrowTarget(self._ingest())
 
-    def ingest_bulk(self, table: str, batch: pa.Table) -> None:
-        """One Arrow scan of the whole batch, as the W path inserts a file's rows."""
-        target = self.ingest_stream_target()
-        sender = target.connect()
-        try:
-            sender.send(target.encode(table, batch))
-        finally:
-            sender.close()
-
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         order = "ts, trade_id" if table == "trades" else "ts"
         return self._ingest().cursor().sql(

@@ -19,7 +19,6 @@ created; the queries name no database (it is the request's ``db``), so they run 
 
 from __future__ import annotations
 
-import base64
 import http.client
 import json
 import os
@@ -207,7 +206,7 @@ class Adapter(ServerEngine):
                  headers: dict[str, str] | None = None) -> tuple[int, bytes]:
         conn = http.client.HTTPConnection(self.host, self.http_port, timeout=None)
         try:
-            conn.request(method, path, body=body, headers={**self._auth(), **(headers or {})})
+            conn.request(method, path, body=body, headers={**self.http_auth(), **(headers or {})})
             resp = conn.getresponse()
             return resp.status, resp.read()
         finally:
@@ -219,13 +218,6 @@ class Adapter(ServerEngine):
     def db(self) -> str:
         """The loaded data's database: ``tickbench``, or the endpoint's namespace."""
         return self.namespace if self.endpoint else DB
-
-    def _auth(self) -> dict[str, str]:
-        endpoint = self.endpoint
-        if endpoint is None or endpoint.user is None:
-            return {}
-        token = base64.b64encode(f"{endpoint.user}:{endpoint.password() or ''}".encode()).decode()
-        return {"Authorization": f"Basic {token}"}
 
     def _measurements(self, db: str) -> list[str]:
         return [v[0] for r in self._query("SHOW MEASUREMENTS", db=db) for s in r.get("series", [])
@@ -246,7 +238,7 @@ class Adapter(ServerEngine):
     def server_version(self) -> str:
         conn = http.client.HTTPConnection(self.host, self.http_port, timeout=60)
         try:
-            conn.request("GET", "/ping", headers=self._auth())
+            conn.request("GET", "/ping", headers=self.http_auth())
             resp = conn.getresponse()
             resp.read()
             return f"InfluxDB {resp.getheader('X-Influxdb-Version', 'unknown')}"

@@ -613,15 +613,6 @@ class Adapter(ServerEngine):
                     "password": self.password_file.read_text(), "options": "-c timezone=UTC"}
         return CopyTarget(conninfo, SYNCHRONOUS_COMMIT[self.ingest_setting])
 
-    def ingest_bulk(self, table: str, batch: pa.Table) -> None:
-        """W's client path: one binary COPY of the whole batch, one transaction."""
-        target = self.ingest_stream_target()
-        sender = target.connect()
-        try:
-            sender.send(target.encode(table, batch))
-        finally:
-            sender.close()
-
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         with self.reader().cursor() as cur:
             cur.execute(READ[table], [sym])

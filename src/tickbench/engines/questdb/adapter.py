@@ -22,7 +22,6 @@ names after ``FROM`` are prefixed as they are sent (:data:`FROM_TABLE`). See the
 
 from __future__ import annotations
 
-import base64
 import http.client
 import io
 import json
@@ -241,14 +240,6 @@ class Adapter(ServerEngine):
     def server_version(self) -> str:
         return str(self._exec("SELECT build()")["dataset"][0][0])
 
-    def _auth(self) -> dict[str, str]:
-        """HTTP basic authentication for an endpoint with a user (password from the environment)."""
-        endpoint = self.endpoint
-        if endpoint is None or endpoint.user is None:
-            return {}
-        token = base64.b64encode(f"{endpoint.user}:{endpoint.password() or ''}".encode()).decode()
-        return {"Authorization": f"Basic {token}"}
-
     # ---- HTTP ------------------------------------------------------------------------------
 
     def _conn(self) -> http.client.HTTPConnection:
@@ -269,7 +260,7 @@ class Adapter(ServerEngine):
         conn = pool.get() if pool is not None else self._conn()
         reuse = False
         try:
-            conn.request("GET", path + "?" + urllib.parse.urlencode(query), headers=self._auth())
+            conn.request("GET", path + "?" + urllib.parse.urlencode(query), headers=self.http_auth())
             resp = conn.getresponse()
             body = resp.read()
             reuse = pool is not None and resp.status == 200 and not resp.will_close

@@ -33,6 +33,27 @@ def test_bindings_are_ns_and_lists_are_numbered() -> None:
     }
 
 
+def test_a_short_count_while_the_shard_settles_is_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A count taken during a cache snapshot can be short and the shard look settled a moment
+    later (the flaky '502311 rows written but 497305 points read back'): only a count that is
+    short with the shard settled before and after it is an error."""
+    from tickbench.engines.influxdb import adapter as mod
+
+    shard = {"settled": False}  # the snapshot finishes while the first count runs
+
+    def count(db: str) -> int:
+        shard["settled"] = True
+        return 497_305
+
+    monkeypatch.setattr(mod, "settled", lambda root, db: shard["settled"])
+    engine = object.__new__(mod.Adapter)
+    engine.endpoint, engine.workdir, engine._expected = None, Path("/nonexistent"), {"se": 502_311}
+    monkeypatch.setattr(engine, "_count", count, raising=False)
+    assert engine.pending_visibility()  # asked again, no error yet
+    with pytest.raises(RuntimeError, match="se: 502311 rows written but 497305 points read back"):
+        engine.pending_visibility()
+
+
 def test_header_and_flattening() -> None:
     from tickbench.engines.influxdb.adapter import parse_header, to_table
 

@@ -23,6 +23,10 @@ from tickbench.suites.registry import suites
 
 # Engines that report their own (server-side) time of each query and state W's durability.
 SERVER_TIME = {"postgres", "timescaledb", "questdb", "influxdb", "chdb"}
+# Engines that show their plan of every query, and a word each engine's own EXPLAIN prints.
+PLANS = {"duckdb": "Total Time", "chdb": "ReadFromMergeTree", "polars": "DF [",
+         "postgres": "Execution Time", "timescaledb": "Execution Time", "questdb": "Frame",
+         "influxdb": "execution_time"}
 
 
 def _engine_params() -> list[object]:
@@ -62,6 +66,8 @@ def test_published_suite_verifies(engine: str, tiny: Dataset, tmp_path: Path) ->
             assert len(rec.server_samples_ns) == 2, f"{q.id}: server times {rec.server_samples_ns}"
             assert all(0 < s <= c for s, c in zip(rec.server_samples_ns, rec.samples_ns, strict=True)), q.id
         assert rec.query is not None and rec.query.text.strip()
+        if engine in PLANS:  # the engine's own plan of this query, taken outside the clock
+            assert PLANS[engine] in rec.plan, f"{q.id}: plan {rec.plan[:300]!r}"
         saved = pl.read_parquet(out / "answers" / engine / f"{q.id}.parquet")
         expected = reference.answer(q.id, tiny, params)
         assert saved.columns == list(q.columns)

@@ -52,3 +52,32 @@ def test_headline_replaces_only_its_block() -> None:
     assert out == f"intro\n{headline.START}\nnew\n{headline.END}\nrest\n"
     with pytest.raises(ValueError, match="markers"):
         replace_block("no markers", headline.START, headline.END, "new")
+
+
+def test_engine_readme_plans_come_from_the_run_records(real: Results) -> None:
+    """Each verified query keeps the engine's own plan; an engine README's plans block is
+    rendered from those records (the run, its dataset and the query's median named)."""
+    from tickbench.report import plans
+
+    rec = real.record("duckdb", "O-T")
+    assert rec is not None and rec.status == "ok" and "Total Time" in rec.plan
+    text = plans.render(real, "duckdb", ["O-T", "C-VO1"], "make run-paper")
+    assert text is not None
+    assert "**O-T**" in text and "**C-VO1**" in text and real.run_id in text
+    assert rec.plan.strip().splitlines()[0] in text
+    assert plans.render(real, "duckdb", ["no-such-query"], "x") is None  # the README block stays
+    long = "\n".join(f"line {i}" for i in range(plans.MAX_LINES + 7))
+    assert plans._clip(long).endswith("(7 more lines in results.json)")
+
+
+def test_every_engine_with_plans_has_the_readme_block() -> None:
+    """`python -m tickbench.docs --plans` can write every engine that explains its queries."""
+    from tickbench.engines.base import Engine
+    from tickbench.engines.registry import adapter_class, engine_infos
+    from tickbench.report import plans
+
+    explaining = [n for n in engine_infos() if adapter_class(n).explain is not Engine.explain]
+    assert {"duckdb", "chdb", "postgres", "questdb"} <= set(explaining)
+    for name in explaining:
+        text = (engine_infos()[name].folder / "README.md").read_text()
+        assert plans.START in text and plans.END in text, name

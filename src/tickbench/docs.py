@@ -1,7 +1,8 @@
 """Generated documentation: the support matrix in README.md comes from the engine folders
 (``engine.toml`` files and query files), never from hand-edited text. ``make docs`` rewrites
 it; a test fails when it is stale. ``--headline RESULTS.json`` rewrites README's headline (the
-reference run at the paper's scale, beside the paper) from a run's results."""
+reference run at the paper's scale, beside the paper) from a run's results; ``--plans
+RESULTS.json`` rewrites each engine README's plans of chosen queries from a run's records."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import argparse
 from pathlib import Path
 
 from tickbench.engines.registry import adapter_class, engine_infos
-from tickbench.report import headline
+from tickbench.report import headline, plans
 from tickbench.report.summary import merge
-from tickbench.results import read_results
+from tickbench.results import Results, read_results
 from tickbench.suites.published import BENCHMARKS
 from tickbench.suites.registry import suites
 
@@ -71,6 +72,26 @@ def update_readme(path: Path) -> bool:
     return new != old
 
 
+def update_plans(runs: list[Results], queries: list[str], command: str) -> list[str]:
+    """Rewrite the plans block of every engine README that ``runs`` hold plans for (the later
+    run wins for an engine in several); return the engines whose README changed. A README
+    without the markers is an error that names it."""
+    changed: list[str] = []
+    for name, info in engine_infos().items():
+        bodies = [b for r in runs if name in r.engines() and (b := plans.render(r, name, queries, command))]
+        if not bodies:
+            continue
+        path = info.folder / "README.md"
+        old = path.read_text()
+        if plans.START not in old or plans.END not in old:
+            raise ValueError(f"{path} lacks the plans markers {plans.START!r} … {plans.END!r}")
+        new = replace_block(old, plans.START, plans.END, bodies[-1])
+        if new != old:
+            path.write_text(new)
+            changed.append(name)
+    return changed
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m tickbench.docs", description=__doc__)
     ap.add_argument("--headline", type=Path, nargs="+", metavar="RESULTS.json",
@@ -79,8 +100,15 @@ def main() -> None:
     ap.add_argument("--command", default="make run-paper", help="the command that produced the run")
     ap.add_argument("--conditions", default="nothing else running",
                     help="what else ran on the machine during the run")
+    ap.add_argument("--plans", type=Path, nargs="+", metavar="RESULTS.json",
+                    help="rewrite the plans in each engine's README from these runs' records")
+    ap.add_argument("--plan-queries", default="O-T,C-VO1", help="the queries whose plans the READMEs show")
     args = ap.parse_args()
     readme = Path(__file__).resolve().parents[2] / "README.md"
+    if args.plans is not None:
+        for name in update_plans([read_results(p) for p in args.plans], args.plan_queries.split(","),
+                                 args.command):
+            print(f"plans: engines/{name}/README.md")
     if args.headline is not None:
         merged = merge([read_results(p) for p in args.headline])
         if merged.warnings:

@@ -86,6 +86,9 @@ class Record(BaseModel):
     query: QueryText | None = None
     figures: dict[str, Any] = Field(default_factory=dict)  # the suite's figures, per its figures_model
     notes: str = ""
+    #: The engine's plan of the query (its EXPLAIN), taken after the timed repetitions; empty
+    #: where the engine has none (see Engine.explain).
+    plan: str = ""
 
     @model_validator(mode="before")
     @classmethod

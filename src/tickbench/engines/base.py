@@ -403,6 +403,14 @@ class Engine(ABC):
         time, SPEC §3), in nanoseconds, or ``None`` where it reports none."""
         return None
 
+    def explain(self, qid: str) -> str | None:
+        """The engine's plan of ``qid`` on the loaded store, as its ``EXPLAIN`` prints it (with
+        execution figures where the engine gives them, e.g. ``EXPLAIN ANALYZE``), or ``None``
+        where the engine has no plan to show. The runner asks once, after the timed
+        repetitions (outside the clock), and keeps it in the record: a reader checks that a
+        lookup reads one granule or chunk and not the month."""
+        return None
+
     def query_notes(self, qid: str) -> str:
         """What ran where for the last run of ``qid``, when it is not all in the engine
         (e.g. a step done by a client library); empty when it all ran in the engine."""

@@ -113,6 +113,8 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
             "notes": adapter.query_notes(msg["qid"]),
             "answer": table if msg.get("answer") else None,
         }
+    if op == "explain":
+        return {"plan": adapter.explain(msg["qid"])}
     if op == "bulk":
         scratch = Path(msg["scratch"])
         load = adapter.baseline_load if msg.get("baseline") else adapter.bulk_load

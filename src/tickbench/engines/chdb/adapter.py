@@ -287,6 +287,13 @@ class Adapter(Engine):
         assert isinstance(table, pa.Table)
         return table
 
+    def explain(self, qid: str) -> str:
+        """``EXPLAIN indexes = 1``: the plan with the parts and granules the primary key
+        (sym, exchange, ts) and the partition key keep for each read."""
+        sql = self.query_text(qid)
+        table = self._sql("EXPLAIN indexes = 1 " + sql, query_params(sql, self.params.bindings()), "ArrowTable")
+        return "\n".join(str(v) for v in table.column(0).to_pylist())
+
     def query_memory_bytes(self) -> int | None:
         """The last query's peak memory as ClickHouse tracked it (``system.query_log``
         ``memory_usage``), or None if it is not there. Called after the timed interval: the

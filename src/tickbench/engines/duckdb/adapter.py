@@ -171,6 +171,14 @@ class Adapter(Engine):
         used = {name: binds[name] for name in PARAM.findall(sql)}
         return self._conn().sql(sql, params=used).to_arrow_table()
 
+    def explain(self, qid: str) -> str:
+        """``EXPLAIN ANALYZE``: the physical plan with each operator's rows and time."""
+        sql = self.query_text(qid)
+        binds = self.params.bindings()
+        used = {name: binds[name] for name in PARAM.findall(sql)}
+        rows = self._conn().execute("EXPLAIN ANALYZE " + sql, used).fetchall()
+        return "\n".join(str(r[-1]) for r in rows)
+
     def _fresh(self, scratch: Path, name: str) -> duckdb.DuckDBPyConnection:
         scratch.mkdir(parents=True, exist_ok=True)
         path = scratch / f"{name}.duckdb"

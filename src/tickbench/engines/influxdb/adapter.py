@@ -454,6 +454,20 @@ class Adapter(ServerEngine):
                          header.probe[0] if header.probe else None, probes)
         return table.sort_by([(c, "ascending") for c in header.sort]) if header.sort else table
 
+    def explain(self, qid: str) -> str:
+        """``EXPLAIN ANALYZE`` of the query's first statement (InfluxQL explains one SELECT at
+        a time; a query of one statement per probe time repeats it with another time): the
+        iterators, TSM blocks and points each read decoded."""
+        text = self.query_text(qid)
+        code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+        statements = [s for s in code.split(";") if s.strip()]
+        binds = influx_bindings(self.params.bindings())
+        used = {name: binds[name] for name in PARAM.findall(statements[0])}
+        results = self._query("EXPLAIN ANALYZE " + statements[0].strip(), db=self.db, params=used)
+        lines = [str(v[0]) for r in results for s in r.get("series", []) for v in s["values"]]
+        more = f"(the first of {len(statements)} statements, which differ only in their bound values)\n"
+        return (more if len(statements) > 1 else "") + "\n".join(lines)
+
     def query_server_ns(self) -> int | None:
         """The server's own time of the last query: the growth of ``queryReqDurationNs`` (the
         HTTP handler's time, from the request to the last byte of the answer) since the last

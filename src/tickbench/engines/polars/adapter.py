@@ -198,6 +198,13 @@ class Adapter(Engine):
             raise RuntimeError("Polars: load() has not run since start()")
         return self._query(qid)(self.store, bindings(self.params.bindings())).collect().to_arrow()
 
+    def explain(self, qid: str) -> str:
+        """The optimized lazy plan Polars runs (``LazyFrame.explain``) on the held frames."""
+        if self.store is None:
+            raise RuntimeError("Polars: load() has not run since start()")
+        plan: str = self._query(qid)(self.store, bindings(self.params.bindings())).explain()
+        return plan
+
     def settings(self) -> dict[str, Any]:
         return {
             "threads": pl.thread_pool_size(),

@@ -479,6 +479,13 @@ class Adapter(ServerEngine):
             table: pa.Table = cur.fetch_arrow_table()
         return table
 
+    def explain(self, qid: str) -> str:
+        """``EXPLAIN (ANALYZE, BUFFERS)`` of the query as it runs (its literal form): the
+        plan with each node's rows, time and pages (for TimescaleDB, the chunks it kept)."""
+        with self._conn().cursor() as cur:
+            cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + self.literal_query(qid))
+            return "\n".join(str(r[0]) for r in cur.fetchall())
+
     def set_params(self, params: QueryParams) -> None:
         super().set_params(params)
         self.literal_queries = {}

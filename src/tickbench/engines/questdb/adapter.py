@@ -414,6 +414,21 @@ class Adapter(ServerEngine):
             self.last_server_ns = int(timings.get("compiler", 0)) + int(timings["execute"])
         return json_table(answer)
 
+    def explain(self, qid: str) -> str:
+        """``EXPLAIN``: QuestDB's plan (it has no ``EXPLAIN ANALYZE``), e.g. whether a
+        lookup is a backward ``Interval`` scan of one partition or a full scan."""
+        if self.query_conns is None:
+            raise RuntimeError("QuestDB is not started")
+        text = self.query_text(qid)
+        if self.endpoint is not None:
+            text = FROM_TABLE.sub(lambda m: m.group(1) + self.table(m.group(2)), text)
+        sql = bind(text, self.params.bindings())
+        status, body = self._get("/exec", {"query": "EXPLAIN " + sql}, pool=self.query_conns)
+        answer: dict[str, Any] = json.loads(body)
+        if status != 200 or "error" in answer:
+            raise RuntimeError(f"QuestDB: {answer.get('error', body[:500])} in: EXPLAIN {sql[:200]}")
+        return "\n".join(str(row[0]) for row in answer["dataset"])
+
     def query_server_ns(self) -> int | None:
         """QuestDB's own time of the last query: ``timings.compiler + timings.execute`` of its
         ``/exec`` answer (ns), which the server measures itself."""

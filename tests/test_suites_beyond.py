@@ -137,6 +137,9 @@ def test_scaling_of_chosen_queries(tiny: Dataset, tmp_path: Path) -> None:
     for rec in results.records:
         assert rec.status == "ok" and rec.verified, (rec.benchmark, rec.reason)
         assert {p["span"] for p in rec.figures["points"]} == {"day", "week"}
+        # DuckDB's own plan over the longest span, labelled with it (Plans in engine READMEs)
+        assert rec.plan.startswith(f"({rec.benchmark.split('/')[1]} over the week span, scale 0.01)")
+        assert "Total Time" in rec.plan
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """Each engine's plans of chosen queries, as its README shows them: generated from a run's
 ``results.json`` (every verified query record keeps the engine's own ``EXPLAIN``, see
-:meth:`tickbench.engines.base.Engine.explain`), never pasted by hand.
+:meth:`tickbench.engines.base.Engine.explain`; a scaling-suite record keeps it over its
+longest span), never pasted by hand.
 
 ``python -m tickbench.docs --plans RESULTS.json --plan-queries O-T,C-VO1`` rewrites the block
 between the markers in ``engines/<name>/README.md`` for every engine the run has plans of.
@@ -30,11 +31,15 @@ def render(results: Results, engine: str, queries: list[str], command: str) -> s
     parts: list[str] = []
     for qid in queries:
         rec = results.record(engine, qid)
-        if rec is None or rec.status != "ok" or not rec.plan:
+        if rec is not None and rec.status == "ok" and rec.plan:
+            median = f"{rec.stats.median_ms:.1f} ms median" if rec.stats else ""
+            what = f"{median} of {rec.stats.n if rec.stats else 0} in this run, ✔"
+        elif (rec := results.record(engine, f"scaling/{qid}")) is not None and rec.status == "ok" and rec.plan:
+            slope = rec.figures.get("slope")
+            what = "scaling suite, ✔" + (f", log-log slope {slope:.2f} over the spans" if slope is not None else "")
+        else:
             continue
-        median = f"{rec.stats.median_ms:.1f} ms median" if rec.stats else ""
-        parts += ["", f"**{qid}** ({median} of {rec.stats.n if rec.stats else 0} in this run, ✔):", "",
-                  "```text", _clip(rec.plan), "```"]
+        parts += ["", f"**{qid}** ({what}):", "", "```text", _clip(rec.plan), "```"]
     if not parts:
         return None
     head = (f"Plans at scale {ds.scale:g} (seed {ds.seed}, content hash `{ds.content_hash}`), from run "

@@ -16,6 +16,7 @@ from tickbench.data.dataset import Dataset, DatasetError, generate
 from tickbench.params import QueryParams, span_params
 from tickbench.results import Record, Stats
 from tickbench.run.cell import CellContext, Worker
+from tickbench.run.worker import EngineError
 from tickbench.suites.base import Option, Options, Suite
 from tickbench.suites.published import QUERY_IDS
 from tickbench.suites.scaling import report as report_module
@@ -183,7 +184,21 @@ class ScalingSuite(Suite):
             by_scale[f"{scale:g}"] = loglog_slope(pts)
         figures = {"points": points, "slope": slope, "slope_by_scale": by_scale, "note": note}
         samples = [s for p in points for s in p["samples_ns"]]
-        return ctx.make(bench, "ok", verified=True, samples_ns=samples, stats=Stats.of(samples), figures=figures)
+        return ctx.make(bench, "ok", verified=True, samples_ns=samples, stats=Stats.of(samples), figures=figures,
+                        plan=self._plan(ctx, qid, workers[0][1]))
+
+    @staticmethod
+    def _plan(ctx: CellContext, qid: str, worker: Worker) -> str:
+        """The engine's plan of ``qid`` over the longest span of the run's own dataset (the
+        worker is still bound to it when it ran last), outside the clock; labelled with it."""
+        span = ctx.opts["scaling_spans"][-1]
+        sp = span_params(ctx.params, span, ctx.seed)
+        try:
+            worker.call(ctx.protocol.timeout_s, op="params", params=sp.as_dict())
+            plan = worker.call(ctx.protocol.timeout_s, op="explain", qid=qid)["plan"]
+        except EngineError as exc:
+            return f"(no plan: the engine's EXPLAIN failed: {str(exc)[:500]})"
+        return f"({qid} over the {span} span, scale {ctx.ds.manifest.scale:g})\n{plan}" if plan else ""
 
     def headline(self, record: Record) -> str:
         slope = record.figures.get("slope")

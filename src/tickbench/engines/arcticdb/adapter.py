@@ -35,9 +35,9 @@ from arcticdb.version_store.library import Library
 
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS
-from tickbench.engines.arcticdb.ingest import PRUNE, IngestStore, Writer
+from tickbench.engines.arcticdb.ingest import PRUNE, FramesTarget, IngestStore, Writer
 from tickbench.engines.arcticdb.layout import LIBRARY, SORT_KEYS, TABLES, Store, symbol_name
-from tickbench.engines.base import Engine, IngestClient, LoadFigures
+from tickbench.engines.base import Engine, IngestClient, LoadFigures, StreamTarget
 from tickbench.params import QueryParams
 
 OPTIONS = adb.LibraryOptions(rows_per_segment=100_000, columns_per_segment=127)
@@ -269,6 +269,9 @@ class Adapter(Engine):
 
     def ingest_client(self) -> IngestClient:
         return Writer(self._ingest())
+
+    def ingest_stream_target(self) -> StreamTarget:
+        return FramesTarget(self._ingest())
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         return self._ingest().read(table, sym)

@@ -40,10 +40,10 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from tickbench.data.schema import SCHEMAS, TABLES, book_level_columns
-from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures
+from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures, StreamTarget
 from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES, Ties, line_batches
 from tickbench.engines.influxdb.results import influx_bindings, ingest_table, parse_header, to_table
-from tickbench.engines.influxdb.writer import Session, Writer
+from tickbench.engines.influxdb.writer import LineTarget, Session, Writer
 from tickbench.engines.server import LOOPBACK, InstallStep, ReaderPool, ServerEngine, run_tool, tools_dir
 from tickbench.suites.published import BY_ID
 
@@ -533,6 +533,11 @@ class Adapter(ServerEngine):
         if self.ingest_db is None:
             raise RuntimeError("the ingest store is not open")
         return Writer(Session(self.http_port), self.ingest_db, self._ties)
+
+    def ingest_stream_target(self) -> StreamTarget:
+        if self.ingest_db is None:
+            raise RuntimeError("the ingest store is not open")
+        return LineTarget(self.http_port, self.ingest_db, self._ties)
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         """``sym``'s rows, ordered by (ts, trade_id) for trades: InfluxDB returns the merged

@@ -7,7 +7,9 @@ import http.client
 from collections.abc import Sequence
 from typing import Any
 
-from tickbench.engines.base import IngestClient
+import pyarrow as pa
+
+from tickbench.engines.base import IngestClient, StreamSender, StreamTarget
 from tickbench.engines.influxdb.lineprotocol import Ties, ingest_lines
 from tickbench.engines.server import LOOPBACK
 
@@ -51,3 +53,49 @@ class Writer(IngestClient):
 
     def close(self) -> None:
         self.session.close()
+
+
+class LineSender(StreamSender):
+    """A stream writer on a keep-alive connection of its own: a payload is line protocol
+    formatted before the clock, one POST to /write, acknowledged by HTTP 204."""
+
+    def __init__(self, session: Session, path: str) -> None:
+        self.session, self.path = session, path
+
+    def send(self, payload: Any) -> None:
+        status, raw = self.session.request("POST", self.path, payload)
+        if status != 204:
+            raise RuntimeError(f"InfluxDB write failed ({status}): {raw[:500]!r}")
+
+    def close(self) -> None:
+        self.session.close()
+
+
+class LineTarget(StreamTarget):
+    """InfluxDB's streaming path: line protocol formatted before the clock, each payload one
+    POST over a kept-alive connection. Writers are threads of the worker: a trade's ``seq``
+    tag numbers ties on (exchange, sym, side, ts) across every writer of the store, from the
+    one registry (:class:`Ties`) that payloads encoded in separate processes could not share."""
+
+    in_process = True
+    path = "line protocol formatted before the clock, one POST /write per payload on kept-alive HTTP, writer threads"
+
+    def __init__(self, port: int, db: str, ties: Ties) -> None:
+        self.port, self.ties = port, ties
+        self.write_path = f"/write?db={db}&precision=ns"
+
+    def encode(self, table: str, batch: pa.Table) -> Any:
+        cols = [batch.column(0).cast(pa.int64()).to_pylist()] + [batch.column(i).to_pylist()
+                                                                for i in range(1, batch.num_columns)]
+        return ingest_lines(table, list(zip(*cols, strict=True)), self.ties)
+
+    def wire_bytes(self, payload: Any) -> bytes:
+        data: bytes = payload
+        return data
+
+    def connect(self) -> StreamSender:
+        return LineSender(Session(self.port), self.write_path)
+
+    def connect_sink(self, host: str, port: int) -> StreamSender | None:
+        # The sink answers any POST with 204, as /write does: the same sender and payloads.
+        return LineSender(Session(port), self.write_path)

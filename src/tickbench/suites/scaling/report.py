@@ -33,6 +33,15 @@ def scaling_query(r: Record) -> str:
     return r.benchmark.split("/", 1)[1]
 
 
+def _slope_text(slope: float | None, points: list[dict[str, Any]]) -> str:
+    if slope is not None:
+        return f"{slope:.2f}"
+    if len({p["rows_read"] for p in points}) == 1:
+        # O-NBBO reads the multi-exchange day at every span: only a second scale moves its x.
+        return "– (the same rows read at every point: needs a second scale factor)"
+    return "–"
+
+
 def table(records: list[Record]) -> Table:
     rows = []
     for r in records:
@@ -41,7 +50,7 @@ def table(records: list[Record]) -> Table:
             slope = r.figures.get("slope")
             pts = [f"{p['scale']:g} {p['span']}: {p['rows_read']:,} → {p['median_ms']:.2f}"
                    for p in r.figures.get("points", [])]
-            row.values = ["–" if slope is None else f"{slope:.2f}", pts]
+            row.values = [_slope_text(slope, r.figures.get("points", [])), pts]
         rows.append(row)
     return Table("scaling", ["engine", "query", "log-log slope", "points (scale, span: rows read → median ms)"], 2,
                  rows, notes=["Slope 1: latency grows in proportion to the rows read; 0: independent of them."],

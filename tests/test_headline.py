@@ -81,3 +81,27 @@ def test_every_engine_with_plans_has_the_readme_block() -> None:
     for name in explaining:
         text = (engine_infos()[name].folder / "README.md").read_text()
         assert plans.START in text and plans.END in text, name
+
+
+def test_headline_shows_point_lookups_from_a_scaling_run_of_the_same_engine(real: Results) -> None:
+    """A published run and a scaling run of one engine merge under the engine's own name (they
+    hold different benchmarks), and the headline gains the lookups' slopes against history."""
+    from tickbench.report.summary import merge
+    from tickbench.results import Record
+
+    points = [{"scale": 1.0, "span": span, "days": days, "rows_read": rows, "rows": 10, "samples_ns": [ms * 10**6],
+               "median_ms": float(ms)} for span, days, rows, ms in
+              (("day", 1, 10**6, 40), ("week", 7, 7 * 10**6, 41), ("month", 30, 30 * 10**6, 45))]
+    flat = [{**p, "rows_read": 10**6} for p in points]
+    scaling = real.model_copy(update={"run_id": "scaling-run", "suite": "scaling", "records": [
+        Record(engine="duckdb", benchmark="scaling/O-T", suite="scaling", category="read", status="ok",
+               verified=True, figures={"points": points, "slope": 0.03, "slope_by_scale": {"1": 0.03}}),
+        Record(engine="duckdb", benchmark="scaling/O-NBBO", suite="scaling", category="read", status="ok",
+               verified=True, figures={"points": flat, "slope": None, "slope_by_scale": {"1": None}}),
+    ]})
+    merged = merge([real, scaling])
+    assert merged.results.engines() == ["duckdb"] and not merged.warnings
+    assert "phase_seconds" in merged.results.environment.engines["duckdb"]  # the published run's
+    text = headline.render(merged.results, "make run-paper", "quiet")
+    row = next(line for line in text.splitlines() if line.startswith("| duckdb | 0.03"))
+    assert "0.03 ✔" in row and "40.0 → 41.0 → 45.0 ms" in row and "| – |" in row

@@ -66,8 +66,40 @@ def render(results: Results, command: str, conditions: str) -> str:
     if env.runner_peak_rss_bytes:
         out += ["", f"The runner itself (reference answers, verification, reports) peaked at "
                 f"{_gib(env.runner_peak_rss_bytes)} resident."]
+    out += _lookups_against_history(results)
     out += ["", *_beside_paper(results)]
     return "\n".join(out)
+
+
+def _lookups_against_history(results: Results) -> list[str]:
+    """The scaling suite's point lookups, when the merged runs hold them: each engine's log-log
+    slope of latency against the rows in the query's range (day → week → month)."""
+    lookups = ("O-T", "O-NBBO")
+    recs = {(r.engine, r.benchmark.split("/", 1)[1]): r for r in results.records
+            if r.benchmark.startswith("scaling/") and r.benchmark.split("/", 1)[1] in lookups}
+    if not recs:
+        return []
+    engines = list(dict.fromkeys(e for e, _ in recs))
+    out = ["", "Point lookups against history (scaling suite, `--scaling-factor 1`: each query rebound to "
+           "the first day, week and month of the period; the log-log slope of the median latency against "
+           "the rows in its range, ≤ 0.3 wanted; O-NBBO reads the multi-exchange day at every span, so "
+           "only a second scale factor gives its slope):", "",
+           "| engine | " + " | ".join(f"{q} slope | {q} day → week → month" for q in lookups) + " |",
+           "|---|" + "---|---|" * len(lookups)]
+    for e in engines:
+        cells = []
+        for q in lookups:
+            rec = recs.get((e, q))
+            if rec is None:
+                cells += ["not run", ""]
+            elif rec.status != "ok":
+                cells += [cell_text(rec), ""]
+            else:
+                slope = rec.figures.get("slope")
+                cells += ["–" if slope is None else f"{slope:.2f}" + (" ✔" if slope <= 0.3 else " ✘"),
+                          " → ".join(f"{p['median_ms']:.1f}" for p in rec.figures.get("points", [])) + " ms"]
+        out.append(f"| {e} | " + " | ".join(cells) + " |")
+    return out
 
 
 def _ratios(figs: dict[str, float], order: list[str]) -> str:

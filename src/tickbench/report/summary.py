@@ -20,7 +20,8 @@ CATEGORIES = ("write/storage", "read", "compute-heavy", "complex")
 class Merged:
     """One or several runs as one :class:`Results` whose engine names are unique.
 
-    An engine that appears in more than one run is shown as ``engine@run_id`` for each run.
+    An engine whose runs overlap in a benchmark is shown as ``engine@run_id`` for each run; one
+    whose runs hold different benchmarks (its published and its scaling run) keeps its name.
     ``results`` carries the first run's metadata; ``runs`` keeps every run's own environment
     and dataset for the report's environment section.
     """
@@ -41,21 +42,29 @@ def merge(runs: Results | Sequence[Results]) -> Merged:
     if len(runs) == 1:
         only = runs[0]
         return Merged(only, runs, {e: only.run_id for e in only.engines()})
-    seen: dict[str, int] = {}
+    # An engine keeps its name when its runs hold different benchmarks (e.g. its published run
+    # and its scaling run); runs that overlap in a benchmark show it once per run.
+    held: dict[str, set[str]] = {}
+    clash: set[str] = set()
     for r in runs:
         for e in r.engines():
-            seen[e] = seen.get(e, 0) + 1
+            mine = {rec.benchmark for rec in r.records if rec.engine == e}
+            if held.get(e, set()) & mine:
+                clash.add(e)
+            held[e] = held.get(e, set()) | mine
     records: list[Record] = []
     engines_env: dict[str, dict[str, object]] = {}
     run_of: dict[str, str] = {}
     for r in runs:
         for e in r.engines():
-            name = f"{e}@{r.run_id}" if seen[e] > 1 else e
-            run_of[name] = r.run_id
-            if e in r.environment.engines:
-                engines_env[name] = r.environment.engines[e]
+            name = f"{e}@{r.run_id}" if e in clash else e
+            run_of.setdefault(name, r.run_id)
+            meta = r.environment.engines.get(e)
+            # the run that recorded where the engine's time went (its published run) describes it
+            if meta is not None and (name not in engines_env or "phase_seconds" in meta):
+                engines_env[name] = meta
         for rec in r.records:
-            name = f"{rec.engine}@{r.run_id}" if seen[rec.engine] > 1 else rec.engine
+            name = f"{rec.engine}@{r.run_id}" if rec.engine in clash else rec.engine
             records.append(rec.model_copy(update={"engine": name}))
     first = runs[0]
     env = first.environment.model_copy(update={"engines": engines_env})

@@ -60,8 +60,9 @@ def merge(runs: Results | Sequence[Results]) -> Merged:
             name = f"{e}@{r.run_id}" if e in clash else e
             run_of.setdefault(name, r.run_id)
             meta = r.environment.engines.get(e)
-            # the run that recorded where the engine's time went (its published run) describes it
-            if meta is not None and (name not in engines_env or "phase_seconds" in meta):
+            # the engine's published run describes it (where its time went, its memory)
+            published = any(rec.engine == e and rec.benchmark in BY_ID for rec in r.records)
+            if meta is not None and (name not in engines_env or published):
                 engines_env[name] = meta
         for rec in r.records:
             name = f"{rec.engine}@{r.run_id}" if rec.engine in clash else rec.engine

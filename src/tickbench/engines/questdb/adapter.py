@@ -503,7 +503,8 @@ class Adapter(ServerEngine):
         answer: dict[str, Any] = json.loads(body)
         if status != 200 or "error" in answer:
             raise RuntimeError(f"QuestDB: {answer.get('error', body[:500])} in: EXPLAIN {sql[:200]}")
-        return "\n".join(str(row[0]) for row in answer["dataset"])
+        # /exec indents the plan's lines with HTML non-breaking spaces
+        return "\n".join(str(row[0]).replace("&nbsp;", " ") for row in answer["dataset"])
 
     def query_server_ns(self) -> int | None:
         """QuestDB's own time of the last query: ``timings.compiler + timings.execute`` of its

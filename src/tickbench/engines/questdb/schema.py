@@ -11,7 +11,7 @@ from typing import Any
 from tickbench.data.schema import SCHEMAS, TABLES
 
 SYMBOLS = {"trades": ["exchange", "sym", "side"], "book": ["exchange", "sym"]}
-PARAM = re.compile(r"\$([a-z_]+)")
+PARAM = re.compile(r"\$([a-z]+(?:_[a-z]+)*(?:_[0-9]+)?)")
 CREATE = re.compile(r"CREATE TABLE (\w+)")
 COLUMN = re.compile(r"^\s+(\w+) (TIMESTAMP_NS|SYMBOL|DOUBLE|LONG)\b", re.MULTILINE)
 # The ingest store's tables, in the server's one namespace beside the loaded ones (QuestDB has
@@ -53,11 +53,16 @@ def bind(sql: str, bindings: dict[str, Any]) -> str:
 
     QuestDB's HTTP endpoints take no bind variables, so the run's parameters are written into
     the text: a datetime as an ISO-8601 UTC timestamp string (QuestDB compares it with a
-    timestamp column, and uses it for interval scans), a string quoted with ``'`` doubled.
+    timestamp column, and uses it for interval scans), a string quoted with ``'`` doubled;
+    ``$name_N`` is item N of the list ``bindings[name]``.
     """
 
+    # A list binding's items are $name_0, $name_1, … (the probe times of an unrolled query).
+    flat = {**bindings, **{f"{k}_{i}": v for k, vs in bindings.items() if isinstance(vs, list)
+                           for i, v in enumerate(vs)}}
+
     def literal(match: re.Match[str]) -> str:
-        value = bindings[match.group(1)]
+        value = flat[match.group(1)]
         if isinstance(value, dt.datetime):
             return "'" + value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") + "'"
         if isinstance(value, str):

@@ -44,6 +44,13 @@ def test_headline_has_every_cell_every_engine_and_the_paper_by_rank(real: Result
     ours = beside.split(" | ")[3]
     assert ours == "kdb 1× < influxdb 1.67× < chdb 6.67× < timescaledb 16.7×", ours
     assert paper.PAPER_LABEL in text and "make run-paper" in text and "nothing else running" in text
+    assert not re.search(r"^All \d+ engines: ", text, re.M)  # one engine with phases: no sum
+    # two engines with phases: the whole reference run's time, summed over the engines' totals
+    phases = real.environment.engines["duckdb"]["phase_seconds"]
+    engines = {**many.environment.engines, "chdb": {"phase_seconds": {k: 2 * v for k, v in phases.items()}}}
+    two = many.model_copy(update={"environment": many.environment.model_copy(update={"engines": engines})})
+    total = headline._minutes(3 * sum(phases.values()))
+    assert f"All 2 engines: {total} in all" in headline.render(two, "make run-paper", "quiet")
 
 
 def test_headline_replaces_only_its_block() -> None:

@@ -112,3 +112,21 @@ def test_bad_seed_is_refused_and_writes_nothing(tiny_dir: Path, tmp_path: Path, 
     code, text = _invoke(command, "--seed", "-5", "--out", str(out), *extra)
     assert code == 2 and "--seed -5" in text and "[0, 2**63)" in text
     assert not out.exists()
+
+
+def test_a_load_past_the_load_timeout_is_every_cells_timeout_naming_the_option(tiny_dir: Path, tmp_path: Path) -> None:
+    """An engine whose load outlasts --load-timeout (InfluxDB at SF 1 took over an hour) is
+    stopped and every cell is a timeout whose reason names the option; a bad value is refused."""
+    from tickbench.results import read_results
+    from tickbench.run.faults import FAULTS_ENV
+
+    code, text = _invoke("run", "--engines", "duckdb", "--data", str(tiny_dir), "--load-timeout", "0",
+                         "--out", str(tmp_path / "bad"))
+    assert code == 2 and "--load-timeout" in text and not (tmp_path / "bad").exists()
+    res = runner.invoke(app, ["run", "--engines", "duckdb", "--data", str(tiny_dir), "--repetitions", "1",
+                              "--load-timeout", "2", "--out", str(tmp_path / "r")],
+                        env={FAULTS_ENV: "duckdb:slow_load=30"})
+    assert res.exit_code == 0, res.output
+    records = read_results(tmp_path / "r" / "results.json").records
+    assert records and all(r.status == "timeout" for r in records)
+    assert all("longer than 2 s (raise it with --load-timeout)" in r.reason for r in records), records[0].reason

@@ -115,6 +115,9 @@ def run_cmd(
     out: Annotated[Path | None, typer.Option(help="output directory (default results/<time>)")] = None,
     repetitions: Annotated[int, typer.Option(help="timed repetitions per query")] = 10,
     timeout: Annotated[float, typer.Option(help="seconds per query repetition before it is a timeout")] = 300.0,
+    load_timeout: Annotated[float, typer.Option(
+        help="seconds an engine's load (and each W load, SE's store) may take before its cells are a timeout")
+    ] = 3600.0,
     cold: Annotated[
         bool, typer.Option(help="restart the engine and drop the page cache before each repetition")
     ] = False,
@@ -158,6 +161,8 @@ def run_cmd(
             raise RunError(f"--repetitions {repetitions}: must be at least 1")
         if timeout <= 0:
             raise RunError(f"--timeout {timeout}: must be positive")
+        if load_timeout <= 0:
+            raise RunError(f"--load-timeout {load_timeout}: must be positive")
         try:
             options = {name: {o.name: o.value(suite_opts[o.name]) if o.name in suite_opts else o.default
                               for o in s.options} for name, s in all_suites().items()}
@@ -170,7 +175,7 @@ def run_cmd(
         out = out or Path("results") / dt.datetime.now().strftime("run-%Y%m%d-%H%M%S")
         cfg = RunConfig(
             engines=names, data=data, out=out, seed=seed, suite=suite,
-            protocol=Protocol(repetitions=repetitions, timeout_s=timeout, cold=cold,
+            protocol=Protocol(repetitions=repetitions, timeout_s=timeout, load_timeout_s=load_timeout, cold=cold,
                               save_answers=out / "answers" if save_answers else None),
             options=options, endpoints=endpoints,
         )

@@ -128,7 +128,10 @@ class Worker:
         if clock is not None:
             clock.lap("start")
         if self.load if load is None else load:
-            reply = self.proc.call(timeout, op="load")
+            try:
+                reply = self.proc.call(timeout, op="load")
+            except CellTimeout:
+                raise CellTimeout(f"the load took longer than {timeout:g} s (raise it with --load-timeout)") from None
             if clock is not None:
                 clock.lap("load")
             self.ctx.meta.setdefault("load_seconds", reply["ns"] / 1e9)  # the first load's, not a restart's

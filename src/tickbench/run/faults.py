@@ -4,7 +4,8 @@
 to every query inside the timed interval, ``crash`` ends the worker on that query as an engine
 crash would, ``hang`` never returns, ``wrong`` drops the last row of the answer,
 ``kill_server=ID`` SIGKILLs the engine's server processes as query ID starts,
-``kill_server_load=SECONDS`` that long into the load, ``stall=SECONDS@N`` delays the worker's
+``kill_server_load=SECONDS`` that long into the load, ``slow_load=SECONDS`` adds seconds to
+the load, ``stall=SECONDS@N`` delays the worker's
 Nth ingest write once (inside the writer's timed interval), ``lose=N`` acknowledges every Nth
 ingest write of a client without making it. In the stream suite, ``stall=SECONDS@N`` delays
 the engine's acknowledgement of the cell's Nth payload once, ``ack_delay=SECONDS`` every

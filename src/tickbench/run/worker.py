@@ -91,6 +91,8 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
             kill_servers(adapter, float(faults(adapter.info.name)["kill_server_load"]))
         t0 = time.perf_counter_ns()
         rows = adapter.load()
+        if "slow_load" in faults(adapter.info.name):
+            time.sleep(float(faults(adapter.info.name)["slow_load"]))
         wait_visible(adapter)  # the load ends when its rows are queryable
         wait_settled(adapter)  # ... and the engine's own work on them (compaction) is done
         return {"ns": time.perf_counter_ns() - t0, "rows": rows}

@@ -63,7 +63,7 @@ def render(results: Results, command: str, conditions: str) -> str:
         out.append(f"| {e} | {_minutes(ph.get('start', 0))} | {_minutes(ph.get('load', 0))} | {_minutes(q)} | "
                    f"{_minutes(ph.get('W', 0))} | {_minutes(ph.get('SE', 0))} | {_minutes(sum(ph.values()))} | "
                    f"{mem} |")
-    totals = [sum(ph.values()) for e in engines if (ph := env.engines.get(e, {}).get("phase_seconds"))]
+    totals = [sum(phases.values()) for e in engines if (phases := env.engines.get(e, {}).get("phase_seconds"))]
     if len(totals) > 1:
         out += ["", f"All {len(totals)} engines: {_minutes(sum(totals))} in all (the sum of the totals above; the "
                 "reference results and reports add the runner's own time)."]

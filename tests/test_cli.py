@@ -127,6 +127,9 @@ def test_a_load_past_the_load_timeout_is_every_cells_timeout_naming_the_option(t
                               "--load-timeout", "2", "--out", str(tmp_path / "r")],
                         env={FAULTS_ENV: "duckdb:slow_load=30"})
     assert res.exit_code == 0, res.output
-    records = read_results(tmp_path / "r" / "results.json").records
+    results = read_results(tmp_path / "r" / "results.json")
+    records = results.records
     assert records and all(r.status == "timeout" for r in records)
+    phases = results.environment.engines["duckdb"]["phase_seconds"]
+    assert phases["load"] >= 2 and phases["T-V1"] < 2  # the failed load's time is the load's
     assert all("longer than 2 s (raise it with --load-timeout)" in r.reason for r in records), records[0].reason

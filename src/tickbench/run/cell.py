@@ -132,8 +132,9 @@ class Worker:
                 reply = self.proc.call(timeout, op="load")
             except CellTimeout:
                 raise CellTimeout(f"the load took longer than {timeout:g} s (raise it with --load-timeout)") from None
-            if clock is not None:
-                clock.lap("load")
+            finally:
+                if clock is not None:
+                    clock.lap("load")  # a failed load's time is the load's, not the first cell's
             self.ctx.meta.setdefault("load_seconds", reply["ns"] / 1e9)  # the first load's, not a restart's
             self.ctx.meta.setdefault("load_rows", reply["rows"])
 

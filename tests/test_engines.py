@@ -24,7 +24,7 @@ from tickbench.suites.registry import suites
 # Engines that report their own (server-side) time of each query and state W's durability.
 SERVER_TIME = {"postgres", "timescaledb", "questdb", "influxdb", "chdb"}
 # Engines that show their plan of every query, and a word each engine's own EXPLAIN prints.
-PLANS = {"duckdb": "Total Time", "chdb": "ReadFromMergeTree", "polars": "DF [",
+PLANS = {"duckdb": "TABLE_SCAN", "chdb": "ReadFromMergeTree", "polars": "DF [",
          "postgres": "Execution Time", "timescaledb": "Execution Time", "questdb": "Frame",
          "influxdb": "execution_time"}
 

@@ -48,7 +48,7 @@ def test_bind_writes_quoted_literals() -> None:
 
 def test_imp_schema_follows_schema_sql() -> None:
     from tickbench.data.schema import SCHEMAS
-    from tickbench.engines.questdb.schema import TS_PATTERN, imp_schema
+    from tickbench.engines.questdb.adapter import TS_PATTERN, imp_schema
 
     for table, schema in SCHEMAS.items():
         columns = imp_schema(table)

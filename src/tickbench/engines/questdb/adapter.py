@@ -40,7 +40,7 @@ from questdb import Sender, TimestampNanos
 
 from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures, StreamTarget
-from tickbench.engines.questdb.schema import CREATE, INGEST, SCHEMA, SYMBOLS, TS_PATTERN, bind
+from tickbench.engines.questdb.schema import CREATE, INGEST, SCHEMA, SYMBOLS, TS_PATTERN, bind, imp_schema
 from tickbench.engines.questdb.writer import IlpTarget, Writer
 from tickbench.engines.server import LOOPBACK, InstallStep, ReaderPool, ServerEngine, tools_dir
 from tickbench.params import QueryParams
@@ -122,9 +122,6 @@ class Adapter(ServerEngine):
         super().__init__(*args, **kwargs)
         #: The sequencer transaction, per table, that this adapter's own writes reached.
         self.awaited: dict[str, int] = {}
-        self.copies: list[tuple[str, str]] = []  # COPY jobs not started yet: (table, file under import/)
-        self.copy_id: str | None = None  # the running COPY's import id
-        self.copied: list[str] = []  # the tables of the COPY jobs, flushed once every one finished
         #: The benchmark queries' kept-alive connections (one per thread), while connected.
         self.query_conns: ReaderPool[http.client.HTTPConnection] | None = None
         #: QuestDB's own time of the last query (compiler + execute), in ns.
@@ -326,82 +323,9 @@ class Adapter(ServerEngine):
         self.awaited.update(self.wal_txns(tables))
 
     def pending_visibility(self) -> bool:
-        if self.copy_id is not None and self._copy_running():
-            return True
-        if self.copies:  # the next file's import, once the previous one finished
-            self._next_copy()
-            return True
-        if self.copied:  # every import finished: its files flushed, its tables applied
-            self._flush_tables(self.copied)
-            self._await(self.copied)
-            self.copied = []
         if self.awaited and not self.wal_pending(self.awaited):
             self.awaited = {}
         return bool(self.awaited)
-
-    # ---- COPY (parallel CSV import) ---------------------------------------------------------
-
-    def _stage_file(self, path: Path, stage_name: str, file_name: str) -> str:
-        """``path`` under the server's import root (the only place COPY reads), as a hard link
-        where the filesystem allows (no copy inside W's clock), else a copy; its relative path."""
-        stage = self.root / "import" / stage_name
-        stage.mkdir(parents=True, exist_ok=True)
-        dest = stage / file_name
-        dest.unlink(missing_ok=True)
-        try:
-            os.link(path, dest)
-        except OSError:
-            shutil.copyfile(path, dest)
-        os.chmod(dest, 0o644)  # read by the server's user
-        return str(dest.relative_to(self.root / "import"))
-
-    def _next_copy(self) -> None:
-        """Start the next COPY job; one refused because the previous import has logged its end
-        but not yet released the importer stays first in line (the runner asks again)."""
-        name, rel = self.copies[0]
-        try:
-            answer = self._exec(f"COPY {name} FROM '{rel}' WITH HEADER true TIMESTAMP 'ts' FORMAT '{TS_PATTERN}' "
-                                "PARTITION BY DAY ON ERROR ABORT")
-        except RuntimeError as exc:
-            if "another import may be in progress" in str(exc):
-                return
-            self.copies = []
-            raise
-        self.copies.pop(0)
-        self.copy_id = str(answer["dataset"][0][0])
-
-    def _copy_running(self) -> bool:
-        """Whether the current COPY is still running (one look at ``sys.text_import_log``); a
-        failed or cancelled import raises with QuestDB's message."""
-        rows = self._rows(f"SELECT status, message, rows_handled, rows_imported FROM 'sys.text_import_log' "
-                          f"WHERE id = '{self.copy_id}' AND phase IS NULL ORDER BY ts DESC LIMIT 1")
-        status = rows[0]["status"] if rows else "started"
-        if status == "started":
-            return True
-        copy_id, self.copy_id = self.copy_id, None
-        if status != "finished":
-            self.copies = []
-            raise RuntimeError(f"QuestDB COPY {copy_id} {status}: {rows[0]['message']}")
-        return False
-
-    def _flush_tables(self, names: list[str]) -> None:
-        """fsync every file of ``names``' table directories (same machine, tickbench's own
-        server root): whatever the import flushed itself, W's rows are on disk when it returns."""
-        tables = self._rows("SELECT table_name, directoryName FROM tables()")
-        dirs = {r["table_name"]: r["directoryName"] for r in tables}
-        for name in names:
-            for dirpath, _, files in os.walk(self.root / "db" / dirs[name]):
-                for f in files:
-                    fd = os.open(os.path.join(dirpath, f), os.O_RDONLY)
-                    try:
-                        os.fsync(fd)
-                    finally:
-                        os.close(fd)
-
-    def _copy_durability(self) -> str:
-        return ("COPY's partitions and every other file of the imported tables fsynced (by tickbench, in its "
-                "own server root) before the clock stops, then the tables applied (queryable); "
-                + self._w_durability())
 
     # ---- loading ---------------------------------------------------------------------------
 
@@ -558,19 +482,15 @@ class Adapter(ServerEngine):
         names = {t: f"w_{fmt}_{t}" for t in TABLES}
         nbytes = 0
         if fmt == "csv":
-            # COPY, QuestDB's parallel CSV import (one file at a time: a running import refuses
-            # another), into empty tables made from schema.sql; the runner's visibility wait
-            # follows each import in sys.text_import_log (pending_visibility).
             for table, name in names.items():
-                self._create(table, name)
+                self._exec(f"DROP TABLE IF EXISTS {name}")
                 path = self.dataset.csv_file(table)
                 nbytes += path.stat().st_size
-                self.copies.append((name, self._stage_file(path, "w_csv", f"{table}.csv")))
-            self.copied = list(names.values())
-            self._next_copy()
-            return LoadFigures(rows=0, input_bytes=nbytes, count=lambda: self._count(names.values()),
-                               detail={"path": "COPY (parallel import) into tables created from schema.sql",
-                                       "tables": list(names.values()), "durability": self._copy_durability()})
+                # /imp creates the table (WAL, by day) with schema.sql's column types; cheaper
+                # than a CREATE TABLE beforehand. atomicity=abort: a row that does not parse
+                # fails the load instead of being skipped.
+                self._imp(name, path, imp_schema(table), {"atomicity": "abort"})
+            return self._figures(names, nbytes, "REST /imp with schema.sql's column types")
         if fmt != "parquet":
             raise ValueError(f"unknown format {fmt!r}")
         # QuestDB's own Parquet reader into tables made from schema.sql, all of a table's

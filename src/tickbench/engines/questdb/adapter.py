@@ -22,6 +22,7 @@ names after ``FROM`` are prefixed as they are sent (:data:`FROM_TABLE`). See the
 
 from __future__ import annotations
 
+import html
 import http.client
 import io
 import json
@@ -427,8 +428,8 @@ class Adapter(ServerEngine):
         answer: dict[str, Any] = json.loads(body)
         if status != 200 or "error" in answer:
             raise RuntimeError(f"QuestDB: {answer.get('error', body[:500])} in: EXPLAIN {sql[:200]}")
-        # /exec indents the plan's lines with HTML non-breaking spaces
-        return "\n".join(str(row[0]).replace("&nbsp;", " ") for row in answer["dataset"])
+        # /exec escapes the plan's text as HTML (&nbsp; indents, &gt; in filters)
+        return "\n".join(html.unescape(str(row[0])).replace("\xa0", " ") for row in answer["dataset"])
 
     def query_server_ns(self) -> int | None:
         """QuestDB's own time of the last query: ``timings.compiler + timings.execute`` of its

@@ -241,6 +241,14 @@ class StreamTarget(ABC):
         return None
 
 
+def batch_rows(batch: pa.Table) -> list[tuple[Any, ...]]:
+    """``batch`` (SPEC column order) as the row tuples :meth:`IngestClient.write` takes: ``ts``
+    as integer nanoseconds, the other columns as Python values."""
+    cols = [batch.column(0).cast(pa.int64()).to_pylist()] + [batch.column(i).to_pylist()
+                                                            for i in range(1, batch.num_columns)]
+    return list(zip(*cols, strict=True))
+
+
 class RowsTarget(StreamTarget):
     """The default stream target of an engine with the ingest capability: its
     :class:`IngestClient` (row tuples, one ``write`` per batch) in threads of the worker."""
@@ -252,9 +260,7 @@ class RowsTarget(StreamTarget):
         self.engine = engine
 
     def encode(self, table: str, batch: pa.Table) -> Any:
-        cols = [batch.column(0).cast(pa.int64()).to_pylist()] + [batch.column(i).to_pylist()
-                                                                for i in range(1, batch.num_columns)]
-        return table, list(zip(*cols, strict=True))
+        return table, batch_rows(batch)
 
     def connect(self) -> StreamSender:
         return _ClientSender(self.engine.ingest_client())

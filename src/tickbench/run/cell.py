@@ -194,6 +194,16 @@ class Worker:
             status, reason = self.failure(exc)
             return self.ctx.make(bench, status, reason[:2000], **extra)
 
+    def explain(self, qid: str) -> str:
+        """The engine's plan of ``qid`` on the worker's store (:meth:`Engine.explain`), asked
+        outside the clock; a plan the engine fails to give is said in its place, so the
+        cell's verified timings stand."""
+        try:
+            reply = self.proc.call(self.ctx.protocol.timeout_s, op="explain", qid=qid)
+        except EngineError as exc:
+            return f"(no plan: the engine's EXPLAIN failed: {str(exc)[:500]})"
+        return str(reply["plan"] or "")
+
     def close(self) -> None:
         self.proc.close()
         self._note_peak()

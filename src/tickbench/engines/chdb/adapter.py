@@ -173,7 +173,7 @@ class _Writer(IngestClient):
         if len(rows) < ARROW_MIN_ROWS:
             fmt, data = "RowBinary", self._row_binary(table, rows)
         else:
-            fmt, data = "ArrowStream", arrow_stream(table, rows)
+            fmt, data = "ArrowStream", ipc_stream(rows_to_table(table, rows))
         # One INSERT; finish() returns when ClickHouse committed its part (or raises).
         with self.conn.send_insert(INGEST_INSERT[table, self.mode], fmt) as insert:
             insert.append(data)
@@ -211,11 +211,7 @@ class _ArrowStreamTarget(StreamTarget):
         self.conn_str, self.mode = conn_str, mode
 
     def encode(self, table: str, batch: pa.Table) -> Any:
-        sink = pa.BufferOutputStream()
-        cast = batch.cast(SCHEMAS[table])
-        with pa.ipc.new_stream(sink, cast.schema) as writer:
-            writer.write_table(cast)
-        return table, bytes(sink.getvalue())
+        return table, ipc_stream(batch.cast(SCHEMAS[table]))
 
     def wire_bytes(self, payload: Any) -> bytes:
         data: bytes = payload[1]
@@ -225,12 +221,10 @@ class _ArrowStreamTarget(StreamTarget):
         return _ArrowStreamSender(Connection(self.conn_str), self.mode)
 
 
-def arrow_stream(table: str, rows: Sequence[tuple[Any, ...]]) -> bytes:
-    """``rows`` (ts as int nanoseconds) as one Arrow IPC stream in the table's SPEC schema."""
-    schema = SCHEMAS[table]
-    batch = rows_to_table(table, rows)
+def ipc_stream(batch: pa.Table) -> bytes:
+    """``batch`` as one Arrow IPC stream (what ``FORMAT ArrowStream`` reads)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, schema) as writer:
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
         writer.write_table(batch)
     return bytes(sink.getvalue())
 

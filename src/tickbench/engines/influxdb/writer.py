@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tickbench.engines.base import IngestClient, StreamSender, StreamTarget
+from tickbench.engines.base import IngestClient, StreamSender, StreamTarget, batch_rows
 from tickbench.engines.influxdb.lineprotocol import Ties, ingest_lines
 from tickbench.engines.server import LOOPBACK
 
@@ -85,9 +85,7 @@ class LineTarget(StreamTarget):
         self.write_path = f"/write?db={db}&precision=ns"
 
     def encode(self, table: str, batch: pa.Table) -> Any:
-        cols = [batch.column(0).cast(pa.int64()).to_pylist()] + [batch.column(i).to_pylist()
-                                                                for i in range(1, batch.num_columns)]
-        return ingest_lines(table, list(zip(*cols, strict=True)), self.ties)
+        return ingest_lines(table, batch_rows(batch), self.ties)
 
     def wire_bytes(self, payload: Any) -> bytes:
         data: bytes = payload

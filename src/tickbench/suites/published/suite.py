@@ -21,7 +21,6 @@ from tickbench.engines.base import EngineInfo
 from tickbench.results import Memory, QueryText, Record, Stats
 from tickbench.run.cell import FAILURES, CellContext, Worker
 from tickbench.run.environment import drop_page_cache
-from tickbench.run.worker import EngineError
 from tickbench.suites.base import Suite
 from tickbench.suites.published import BENCHMARKS, BY_ID, QUERY_IDS
 
@@ -168,7 +167,7 @@ class _Cells:
                 memories.append(r["memory"])
             if r["engine_memory"] is not None:
                 engine_memories.append(r["engine_memory"])
-        plan = self._plan(qid)
+        plan = self.worker.explain(qid)
         memory = None
         if engine_memories:
             memory = Memory(bytes=max(engine_memories), kind="engine-reported peak")
@@ -177,15 +176,6 @@ class _Cells:
         return self.ctx.make(qid, "ok", verified=True, mode=mode, cold_note=cold_note, samples_ns=samples,
                              server_samples_ns=server, stats=Stats.of(samples), memory=memory,
                              rows=expected.height, query=query, notes=first.get("notes", ""), plan=plan)
-
-    def _plan(self, qid: str) -> str:
-        """The engine's plan of ``qid`` (outside the clock); a plan the engine fails to give
-        is said in its place, and the verified timings stand."""
-        try:
-            reply = self.worker.call(self.protocol.timeout_s, op="explain", qid=qid)
-        except EngineError as exc:
-            return f"(no plan: the engine's EXPLAIN failed: {str(exc)[:500]})"
-        return str(reply["plan"] or "")
 
     def _cold_restart(self) -> str:
         timeout = self.protocol.load_timeout_s

@@ -195,9 +195,9 @@ class ScalingSuite(Suite):
         sp = span_params(ctx.params, span, ctx.seed)
         try:
             worker.call(ctx.protocol.timeout_s, op="params", params=sp.as_dict())
-            plan = worker.call(ctx.protocol.timeout_s, op="explain", qid=qid)["plan"]
         except EngineError as exc:
-            return f"(no plan: the engine's EXPLAIN failed: {str(exc)[:500]})"
+            return f"(no plan: the {span} span could not be bound: {str(exc)[:500]})"
+        plan = worker.explain(qid)
         return f"({qid} over the {span} span, scale {ctx.ds.manifest.scale:g})\n{plan}" if plan else ""
 
     def headline(self, record: Record) -> str:

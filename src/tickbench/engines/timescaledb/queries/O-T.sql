@@ -1,14 +1,8 @@
--- Per time t, the latest snapshot of S at or before t on any venue: an ordered ChunkAppend
--- walks M's chunks newest first and excludes those after t at run time (t is a parameter of
--- the LATERAL subquery); within a chunk the batches are merged in ts DESC order (orderby ts
--- DESC, so each batch starts with its newest row) and LIMIT 1 stops at the first row <= t.
+-- Per time t, the latest snapshot of S at or before t on any venue, from M's start: each probe
+-- by pg_temp.book_at (lookups.sql), which plans one lookup per widening window (a minute, an
+-- hour, a day before t, then all of M) with the window as literals, so chunk exclusion happens
+-- at plan time and the plan holds one or two of M's chunks, not all 30.
 SELECT p.t, l.ts, l.b1price, l.b1size, l.a1price, l.a1size
 FROM unnest(%(ot_times)s::timestamptz[]) AS p(t)
-CROSS JOIN LATERAL (
-    SELECT ts, b1price, b1size, a1price, a1size
-    FROM book
-    WHERE sym = %(sym)s AND ts >= %(month_start)s AND ts < %(month_end)s AND ts <= p.t
-    ORDER BY ts DESC
-    LIMIT 1
-) l
+CROSS JOIN LATERAL pg_temp.book_at(%(sym)s, p.t, %(month_start)s) AS l
 ORDER BY p.t;

@@ -2,11 +2,13 @@
 and is a no-op once its version is installed; without the extension the engine is "not
 available" with the command that enables it; its server preloads the extension with telemetry
 off, the loaded month is all in the columnstore, and the plain ``postgres`` engine still runs
-without the extension. (Every query against the reference: tests/test_engines.py; the ingest
+without the extension, and O-T's lookup function answers as a plain scan of the month and lives in
+the session only. (Every query against the reference: tests/test_engines.py; the ingest
 contract: tests/engines/test_ingest.py.)"""
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 from pathlib import Path
 from typing import Any
@@ -150,5 +152,47 @@ def test_plain_postgres_runs_without_the_extension(server_tmp: Path, tiny: Datas
         assert "timescaledb_version" not in e.settings()
         assert conn.execute("SELECT count(*) FROM pg_inherits").fetchone()[0] == 0  # no chunks: plain tables
         assert {"total_relation_size", "heap_and_toast", "indexes"} <= set(e.storage_bytes())
+    finally:
+        e.stop()
+
+
+@pytest.mark.server
+def test_lookup_function_widens_to_the_month_and_leaves_nothing(server_tmp: Path, tiny: Dataset,
+                                                                tiny_params: QueryParams) -> None:
+    """O-T's pg_temp.book_at (lookups.sql) answers as one ``ORDER BY ts DESC LIMIT 1`` over the
+    month does, also for a time whose day before holds no snapshot (its last, unbounded step)
+    and a time before the first snapshot (no row); it lives in the session only."""
+    _installed()
+    e = _start("timescaledb", server_tmp, tiny, tiny_params)
+    try:
+        e.load()
+        conn = e._conn()  # type: ignore[attr-defined]
+        lo = tiny_params.bindings()["month_start"]
+        hi = tiny_params.bindings()["month_end"]
+        syms = [r[0] for r in conn.execute("SELECT DISTINCT sym FROM book WHERE ts >= %s AND ts < %s "
+                                           "ORDER BY 1", [lo, hi]).fetchall()]
+        # Three days of one symbol's snapshots deleted (from compressed chunks), so a time in
+        # them finds nothing in the minute, hour or day before it and needs the last step.
+        conn.execute("DELETE FROM book WHERE sym = %s AND ts >= %s AND ts < %s",
+                     [syms[0], lo + dt.timedelta(days=5), lo + dt.timedelta(days=8)])
+        probes: list[tuple[str, Any]] = [(syms[0], lo + dt.timedelta(days=7, hours=12))]
+        for sym in syms:  # the middle of its longest gap, its first snapshot, the month's start
+            first, gap_start, gap = conn.execute(
+                "SELECT min(ts) OVER (), ts, lead(ts) OVER (ORDER BY ts) - ts AS gap FROM book "
+                "WHERE sym = %s AND ts >= %s AND ts < %s ORDER BY gap DESC NULLS LAST LIMIT 1",
+                [sym, lo, hi]).fetchone()
+            probes += [(sym, gap_start + gap / 2), (sym, first), (sym, lo)]
+        for sym, t in probes:
+            got = conn.execute("SELECT * FROM pg_temp.book_at(%s, %s, %s)", [sym, t, lo]).fetchall()
+            want = conn.execute("SELECT ts, b1price, b1size, a1price, a1size FROM book WHERE sym = %s "
+                                "AND ts >= %s AND ts <= %s ORDER BY ts DESC LIMIT 1", [sym, lo, t]).fetchall()
+            assert got == want, (sym, t)
+        assert conn.execute("SELECT * FROM pg_temp.book_at(%s, %s, %s)", [syms[0], *probes[0][1:], lo]
+                            ).fetchone()[0].replace(tzinfo=None) < lo + dt.timedelta(days=5)  # before the gap
+        # Nothing of it in the database: each connection's own (schemas pg_temp_N, dropped with it).
+        spaces = conn.execute("SELECT array_agg(n.nspname) FROM pg_proc p JOIN pg_namespace n "
+                              "ON n.oid = p.pronamespace WHERE p.proname = 'book_at'").fetchone()[0]
+        mine = conn.execute("SELECT nspname FROM pg_namespace WHERE oid = pg_my_temp_schema()").fetchone()[0]
+        assert mine in spaces and all(n.startswith("pg_temp_") for n in spaces), spaces
     finally:
         e.stop()

@@ -85,7 +85,7 @@ class Adapter(pg.Adapter):
     def explain(self, qid: str) -> str:
         """PostgreSQL's ``EXPLAIN (ANALYZE, BUFFERS)``; for a query that calls a lookup function
         of ``lookups.sql``, followed by the plans of the statements the function ran (the
-        first probe's), which the outer plan shows only as a Function Scan: PostgreSQL's own
+        first three lookups'), which the outer plan shows only as a Function Scan: PostgreSQL's own
         ``auto_explain`` logs them and the log lines reach this session as notices. Only on a
         server tickbench runs (loading a module is for the server's superuser)."""
         plan = super().explain(qid)

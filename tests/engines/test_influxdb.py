@@ -158,3 +158,40 @@ def test_replaced_points_are_an_error_once_settled(tiny: Dataset, tiny_params: Q
         wait_settled(engine)
     finally:
         engine.stop()
+
+
+@pytest.mark.server
+@pytest.mark.slow
+@needs_install
+def test_se_measures_the_periods_shards_of_the_loaded_database(tiny: Dataset, tiny_params: QueryParams,
+                                                               workdir: Path) -> None:
+    """SE is measured on the loaded database, not on a second copy of the month: its daily
+    shards of the 30-day period must come to what a database holding the period alone takes,
+    without the multi-exchange day's shard, and a missing day of the period is an error."""
+    from tickbench.engines.influxdb.adapter import DB, du
+    from tickbench.run.visibility import wait_settled, wait_visible
+
+    assert tiny_params.multi_day not in tiny_params.days("month")  # its shard must be left out
+    engine = adapter_class("influxdb")(workdir, tiny, tiny_params)
+    engine.start()
+    try:
+        engine.load()
+        month = tiny_params.days("month")
+        alone = [(t, pl.read_parquet(f)) for t in ("trades", "book") for f in tiny.files(t, month)]
+        engine._load_frames("alone", alone, sum(f.height for _, f in alone))  # type: ignore[attr-defined]
+        engine._settling.add("alone")  # type: ignore[attr-defined]
+        wait_visible(engine)
+        wait_settled(engine)
+        sizes = engine.storage_bytes()
+        whole = sum(du(workdir / "influxdb" / area / DB) for area in ("data", "wal"))
+        alone_bytes = sum(du(workdir / "influxdb" / area / "alone") for area in ("data", "wal"))
+        assert sizes["month_shards_and_series_allocated"] == sizes["shards_allocated"] + sizes["series_file_allocated"]
+        assert sizes["month_shards_and_series_allocated"] < whole  # the multi-exchange day is left out
+        assert abs(sizes["month_shards_and_series_allocated"] - alone_bytes) <= 0.02 * alone_bytes, (sizes, alone_bytes)
+
+        first = next(i for i, start in engine._shards(DB) if start[:10] == month[0])  # type: ignore[attr-defined]
+        engine._query(f"DROP SHARD {first}", db="")  # type: ignore[attr-defined]
+        with pytest.raises(RuntimeError, match=f"{len(month) - 1} of the period's {len(month)} daily shards"):
+            engine.storage_bytes()
+    finally:
+        engine.stop()

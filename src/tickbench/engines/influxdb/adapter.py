@@ -112,7 +112,7 @@ class Adapter(ServerEngine):
     #: Both: a write is acknowledged only once its WAL entry is fsynced (see WAL_FSYNC_DELAYS).
     ingest_durable: ClassVar[frozenset[str]] = frozenset(ingest_durability)
     ingest_db: str | None = None  # the open ingest store's database
-    #: Databases written by load() or storage_load() whose compaction the runner waits for.
+    #: Databases written by load() whose compaction the runner waits for.
     _settling: set[str]
     _expected: dict[str, int]  # database -> the rows written into it, until a count shows them all
     _ties: Ties
@@ -349,7 +349,7 @@ class Adapter(ServerEngine):
         return bool(self._expected)
 
     def pending_settle(self) -> bool:
-        """Whether a database written by :meth:`load` or :meth:`storage_load` is not yet
+        """Whether a database written by :meth:`load` is not yet
         settled: InfluxDB snapshots its cache to TSM files and fully compacts every shard (one
         generation of TSM files, empty WAL segments), which the configuration makes it do one
         second after a shard's last write. One listing of the databases' files; the runner waits.
@@ -418,19 +418,36 @@ class Adapter(ServerEngine):
             "database": db, "tool": "influx -import", "line_protocol_bytes": lp_bytes,
             "durability": self.w_durability()})
 
-    def storage_load(self) -> None:
-        """The 30-day period alone in a fresh database ``se`` (settled before SE is measured)."""
-        days = self.params.days("month")
-        frames = (fr for t in TABLES for fr in self._parquet_frames(t, days))
-        self._load_frames("se", frames, self.dataset.sizes(days)["rows"])
-        self._settling.add("se")
-
     def storage_bytes(self) -> dict[str, int]:
-        """Database ``se`` (see :meth:`storage_load`), once compactions settled: bytes
-        allocated on disk by its data directory (TSM files, series file) and WAL."""
-        dirs = [self.root / "data" / "se", self.root / "wal" / "se"]
-        return {"data_and_wal_allocated": sum(du(d) for d in dirs),
-                "data_and_wal_apparent": sum(du(d, apparent=True) for d in dirs)}
+        """SE on the loaded database once compactions settled. Its shards are one per day
+        (schema.influxql), so the 30-day period is the shards whose day is in it: each one's
+        TSM files and ``fields.idx`` under ``data/`` and its WAL directory, as allocated on disk
+        (``du``); the multi-exchange day, when outside the period, is a shard of its own and is
+        left out. The database's series file (``_series``, the keys of all its series) is
+        counted whole. The first key is the total; apparent file sizes follow."""
+        if self.endpoint is not None:
+            # Why: SE measures files on disk, and an external server's files are not ours to read.
+            raise RuntimeError("SE measures InfluxDB's files on disk; an external endpoint's are not visible here")
+        month = set(self.params.days("month"))
+        ids = [str(shard_id) for shard_id, start in self._shards(DB) if start[:10] in month]
+        if len(ids) != len(month):
+            raise RuntimeError(f"SE: {len(ids)} of the period's {len(month)} daily shards found in {DB}")
+        shard_dirs = [self.root / area / DB / "autogen" / i for i in ids for area in ("data", "wal")]
+        series = self.root / "data" / DB / "_series"
+        shards, series_bytes = sum(du(d) for d in shard_dirs), du(series)
+        return {"month_shards_and_series_allocated": shards + series_bytes,
+                "shards_allocated": shards, "series_file_allocated": series_bytes,
+                "month_shards_and_series_apparent": sum(du(d, apparent=True) for d in [*shard_dirs, series])}
+
+    def _shards(self, db: str) -> list[tuple[int, str]]:
+        """``(id, start time)`` of each shard of ``db`` (``SHOW SHARDS``; RFC 3339 start times)."""
+        out = []
+        for r in self._query("SHOW SHARDS", db=""):
+            for s in r.get("series", []):
+                if s["name"] == db:
+                    cols = s["columns"]
+                    out += [(int(v[cols.index("id")]), str(v[cols.index("start_time")])) for v in s["values"]]
+        return out
 
     # -- queries ------------------------------------------------------------------------
 

@@ -14,7 +14,14 @@
 / Write the in-memory table t as partition d (a "YYYY-MM-DD" string) of table tn in the HDB at dir.
 / Rows are put in time order by k first; .Q.dpft then enumerates the symbol columns against dir/sym,
 / sorts the rows by sym with a stable sort (so time order holds within each sym) and sets `p# on sym.
-.tb.part:{[dir;d;tn;t;k] tn set k xasc t; .Q.dpft[hsym `$dir;"D"$d;`sym;tn]; tn set 0#t; count t}
+/ The HDB's files are compressed as they are written, as KX advises for historical partitions:
+/ .z.zd (logical block 2^17 = 128 KB; algorithm 2, gzip, whose libz every Linux has; level 6) is
+/ set for the write and removed after it, so W's baseline (.tb.splay) stays the plain copy.
+.tb.zip:17 2 6
+.tb.part:{[dir;d;tn;t;k]
+  tn set k xasc t;
+  .z.zd:.tb.zip; r:@[.Q.dpft[hsym `$dir;"D"$d;`sym];tn;{system "x .z.zd"; 'x}]; system "x .z.zd";
+  tn set 0#t; count t}
 
 / Rows of table tn in partition d of the HDB at dir, read back from its ts column file.
 .tb.rows:{[dir;d;tn] count get ` sv (hsym `$dir;`$string "D"$d;tn;`ts)}

@@ -114,4 +114,17 @@ def test_headline_shows_point_lookups_from_a_scaling_run_of_the_same_engine(real
     assert merged.results.environment.engines["duckdb"] == env.engines["duckdb"]
     text = headline.render(merged.results, "make run-paper", "quiet")
     row = next(line for line in text.splitlines() if line.startswith("| duckdb | 0.03"))
-    assert "0.03 ✔" in row and "40.0 → 41.0 → 45.0 ms" in row and "| – |" in row
+    assert "0.03 ✔" in row and "1: 40.0 → 41.0 → 45.0" in row and "| – |" in row
+    assert "scaling suite at SF 1:" in text and "only a second scale factor gives its slope" in text
+
+    # A second scale factor: O-NBBO gets a slope across scales, and each cell groups its points by scale.
+    half = [{**p, "scale": 0.5, "rows_read": 5 * 10**5, "median_ms": 39.0} for p in flat]
+    two = scaling.model_copy(update={"records": [
+        scaling.records[0],
+        scaling.records[1].model_copy(update={"figures": {"points": half + flat, "slope": 0.04,
+                                                          "slope_by_scale": {"0.5": None, "1": None}}}),
+    ]})
+    text = headline.render(merge([two, real]).results, "make run-paper", "quiet")
+    row = next(line for line in text.splitlines() if line.startswith("| duckdb | 0.03"))
+    assert "| 0.04 ✔ | 0.5: 39.0 → 39.0 → 39.0 · 1: 40.0 → 41.0 → 45.0 |" in row, row
+    assert "scaling suite at SF 0.5 and 1:" in text and "differ by scale factor only" in text

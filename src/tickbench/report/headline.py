@@ -9,6 +9,8 @@ the fastest engine *of the same source*.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tickbench.report import paper as paper_mod
 from tickbench.report.cells import cell_text
 from tickbench.report.summary import headlines
@@ -84,11 +86,15 @@ def _lookups_against_history(results: Results) -> list[str]:
     if not recs:
         return []
     engines = list(dict.fromkeys(e for e, _ in recs))
-    out = ["", "Point lookups against history (scaling suite, `--scaling-factor 1`: each query rebound to "
-           "the first day, week and month of the period; the log-log slope of the median latency against "
-           "the rows in its range, ≤ 0.3 wanted; O-NBBO reads the multi-exchange day at every span, so "
-           "only a second scale factor gives its slope):", "",
-           "| engine | " + " | ".join(f"{q} slope | {q} day → week → month" for q in lookups) + " |",
+    scales = sorted({p["scale"] for r in recs.values() if r.status == "ok" for p in r.figures.get("points", [])})
+    at = " and ".join(f"{sf:g}" for sf in scales) or "?"
+    nbbo = ("O-NBBO reads the multi-exchange day at every span, so its points differ by scale factor only"
+            if len(scales) > 1 else
+            "O-NBBO reads the multi-exchange day at every span, so only a second scale factor gives its slope")
+    out = ["", f"Point lookups against history (scaling suite at SF {at}: each query rebound to the first day, "
+           "week and month of the period; the log-log slope of the median latency against the rows in its "
+           f"range, over every point, ≤ 0.3 wanted; {nbbo}):", "",
+           "| engine | " + " | ".join(f"{q} slope | {q} median ms (SF: day → week → month)" for q in lookups) + " |",
            "|---|" + "---|---|" * len(lookups)]
     for e in engines:
         cells = []
@@ -101,9 +107,17 @@ def _lookups_against_history(results: Results) -> list[str]:
             else:
                 slope = rec.figures.get("slope")
                 cells += ["–" if slope is None else f"{slope:.2f}" + (" ✔" if slope <= 0.3 else " ✘"),
-                          " → ".join(f"{p['median_ms']:.1f}" for p in rec.figures.get("points", [])) + " ms"]
+                          _points_text(rec.figures.get("points", []))]
         out.append(f"| {e} | " + " | ".join(cells) + " |")
     return out
+
+
+def _points_text(points: list[dict[str, Any]]) -> str:
+    """Median ms per span, grouped by scale factor: ``0.5: 1.0 → 1.1 → 1.2 · 1: …``."""
+    by_scale: dict[float, list[str]] = {}
+    for p in points:
+        by_scale.setdefault(p["scale"], []).append(f"{p['median_ms']:.1f}")
+    return " · ".join(f"{sf:g}: " + " → ".join(ms) for sf, ms in sorted(by_scale.items()))
 
 
 def _ratios(figs: dict[str, float], order: list[str]) -> str:

@@ -555,7 +555,8 @@ class Adapter(Engine):
     def settings(self) -> dict[str, Any]:
         kx = self._q()
         return {"pykx": str(kx.__version__), "q": _q_version(kx),
-                "secondary_threads": int(kx.q('system "s"').py()), "compression": "gzip level 6, 128 KB blocks (.z.zd 17 2 6, HDB partitions)"}
+                "secondary_threads": int(kx.q('system "s"').py()),
+                "compression": "gzip level 6, 128 KB blocks (.z.zd 17 2 6, HDB partitions)"}
 
 
 def _q_version(kx: Any) -> str:

@@ -155,6 +155,12 @@ def test_several_runs_side_by_side(real: Results, tmp_path: Path) -> None:
     assert not m.warnings
     foreign = other.model_copy(update={"dataset": other.dataset.model_copy(update={"content_hash": "f" * 32})})
     assert "different datasets" in merge([real, foreign]).warnings[0]
+    # A run of another suite on another dataset shares no table with it (e.g. a scaling run
+    # from SF 0.5 beside the published run at SF 1): no warning.
+    scaling = foreign.model_copy(update={"suite": "scaling", "records": [
+        rec.model_copy(update={"suite": "scaling", "benchmark": f"scaling/{rec.benchmark}"})
+        for rec in foreign.records]})
+    assert not merge([real, scaling]).warnings
     a, b = tmp_path / "a" / "results.json", tmp_path / "b" / "results.json"
     real.write(a)
     other.write(b)

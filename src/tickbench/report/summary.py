@@ -72,8 +72,14 @@ def merge(runs: Results | Sequence[Results]) -> Merged:
     merged = first.model_copy(update={"records": records, "environment": env,
                                       "run_id": "+".join(r.run_id for r in runs)})
     warnings = []
-    hashes = {r.dataset.content_hash for r in runs}
-    if len(hashes) > 1:
+    # Runs of one suite share tables, so they must share a dataset; runs of different suites
+    # never share a cell (e.g. a published run at SF 1 beside a scaling run from SF 0.5).
+    by_suite: dict[str, set[str]] = {}
+    for r in runs:
+        for suite in {rec.suite for rec in r.records} or {r.suite}:
+            by_suite.setdefault(suite, set()).add(r.dataset.content_hash)
+    hashes = {h for hs in by_suite.values() if len(hs) > 1 for h in hs}
+    if hashes:
         warnings.append("the runs used different datasets (content hashes "
                         + ", ".join(sorted(hashes)) + "): their figures are not comparable")
     if len({(r.environment.cpu, r.environment.cores, r.environment.memory_bytes) for r in runs}) > 1:

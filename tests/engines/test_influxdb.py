@@ -189,7 +189,7 @@ def test_se_measures_the_periods_shards_of_the_loaded_database(tiny: Dataset, ti
         assert sizes["month_shards_and_series_allocated"] < whole  # the multi-exchange day is left out
         assert abs(sizes["month_shards_and_series_allocated"] - alone_bytes) <= 0.02 * alone_bytes, (sizes, alone_bytes)
 
-        first = next(i for i, start in engine._shards(DB) if start[:10] == month[0])  # type: ignore[attr-defined]
+        first = next(i for i, _, start in engine._shards(DB) if start[:10] == month[0])  # type: ignore[attr-defined]
         engine._query(f"DROP SHARD {first}", db="")  # type: ignore[attr-defined]
         with pytest.raises(RuntimeError, match=f"{len(month) - 1} of the period's {len(month)} daily shards"):
             engine.storage_bytes()

@@ -429,24 +429,26 @@ class Adapter(ServerEngine):
             # Why: SE measures files on disk, and an external server's files are not ours to read.
             raise RuntimeError("SE measures InfluxDB's files on disk; an external endpoint's are not visible here")
         month = set(self.params.days("month"))
-        ids = [str(shard_id) for shard_id, start in self._shards(DB) if start[:10] in month]
-        if len(ids) != len(month):
-            raise RuntimeError(f"SE: {len(ids)} of the period's {len(month)} daily shards found in {DB}")
-        shard_dirs = [self.root / area / DB / "autogen" / i for i in ids for area in ("data", "wal")]
+        shards_in = [(rp, str(i)) for i, rp, start in self._shards(DB) if start[:10] in month]
+        if len(shards_in) != len(month):
+            raise RuntimeError(f"SE: {len(shards_in)} of the period's {len(month)} daily shards found in {DB}")
+        shard_dirs = [self.root / area / DB / rp / i for rp, i in shards_in for area in ("data", "wal")]
         series = self.root / "data" / DB / "_series"
         shards, series_bytes = sum(du(d) for d in shard_dirs), du(series)
         return {"month_shards_and_series_allocated": shards + series_bytes,
                 "shards_allocated": shards, "series_file_allocated": series_bytes,
                 "month_shards_and_series_apparent": sum(du(d, apparent=True) for d in [*shard_dirs, series])}
 
-    def _shards(self, db: str) -> list[tuple[int, str]]:
-        """``(id, start time)`` of each shard of ``db`` (``SHOW SHARDS``; RFC 3339 start times)."""
+    def _shards(self, db: str) -> list[tuple[int, str, str]]:
+        """``(id, retention policy, start time)`` of each shard of ``db`` (``SHOW SHARDS``; RFC
+        3339 start times). A shard's files are in ``data/<db>/<retention policy>/<id>``."""
         out = []
         for r in self._query("SHOW SHARDS", db=""):
             for s in r.get("series", []):
                 if s["name"] == db:
-                    cols = s["columns"]
-                    out += [(int(v[cols.index("id")]), str(v[cols.index("start_time")])) for v in s["values"]]
+                    col = {name: k for k, name in enumerate(s["columns"])}
+                    out += [(int(v[col["id"]]), str(v[col["retention_policy"]]), str(v[col["start_time"]]))
+                            for v in s["values"]]
         return out
 
     # -- queries ------------------------------------------------------------------------

@@ -20,7 +20,7 @@
 .tb.zip:17 2 6
 .tb.part:{[dir;d;tn;t;k]
   tn set k xasc t;
-  .z.zd:.tb.zip; r:@[.Q.dpft[hsym `$dir;"D"$d;`sym];tn;{system "x .z.zd"; 'x}]; system "x .z.zd";
+  .z.zd:.tb.zip; @[.Q.dpft[hsym `$dir;"D"$d;`sym];tn;{system "x .z.zd"; 'x}]; system "x .z.zd";
   tn set 0#t; count t}
 
 / Rows of table tn in partition d of the HDB at dir, read back from its ts column file.

@@ -71,6 +71,23 @@ def test_header_and_flattening() -> None:
     assert str(table.schema.field("bucket").type) == "timestamp[ns, tz=UTC]"
 
 
+def test_lookback_header_binds_growing_windows_clamped_to_the_floor() -> None:
+    from tickbench.engines.influxdb.results import parse_header, parse_lookback
+
+    h = parse_header("-- probe: t=ot_times\n-- lookback: lo=month_start, 1m, 1h, 1d\nSELECT 1")
+    assert h.lookback is not None
+    assert h.lookback.windows_ns == (60 * 10**9, 3600 * 10**9, 86_400 * 10**9)
+    binds = {"month_start": 1_000 * 10**9}
+    lows = h.lookback.lows(binds, [(0, 1_030 * 10**9), (3, 5_000 * 10**9)], 60 * 10**9)
+    assert lows == {"lo_0": 1_000 * 10**9, "lo_3": 4_940 * 10**9}  # never below the floor
+    assert h.lookback.lows(binds, [(1, 5_000 * 10**9)], None) == {"lo_1": 1_000 * 10**9}
+    for bad in ("lo=month_start", "lo, 1m", "lo=month_start, 1h, 1m", "lo=month_start, 1w"):
+        with pytest.raises(ValueError, match="bad lookback header"):
+            parse_lookback(bad)
+    with pytest.raises(ValueError, match="needs a probe header"):
+        parse_header("-- lookback: lo=month_start, 1m\nSELECT 1")
+
+
 def test_tied_trades_get_distinct_series() -> None:
     from tickbench.engines.influxdb.adapter import line_batches
 
@@ -195,3 +212,49 @@ def test_se_measures_the_periods_shards_of_the_loaded_database(tiny: Dataset, ti
             engine.storage_bytes()
     finally:
         engine.stop()
+
+
+@pytest.mark.server
+@needs_install
+def test_lookback_rounds_find_the_newest_point_behind_gaps(tiny: Dataset, tiny_params: QueryParams,
+                                                          workdir: Path) -> None:
+    """O-T's bounded lookback: a probe whose newest point before it lies 30 minutes, 5 hours or
+    36 hours back is answered by the hour, the day and the month round; every answer is the
+    newest point before the probe (as over the whole range), in probe order, and the server time
+    covers all four rounds' requests."""
+    import dataclasses
+
+    from tickbench.engines.influxdb.adapter import DB
+    from tickbench.run.visibility import wait_visible
+
+    day = dt.datetime.fromisoformat(tiny_params.month[0]).replace(tzinfo=dt.UTC)
+    hour, sym = dt.timedelta(hours=1), tiny_params.symbol
+    probes = [day + h * hour for h in (2, 3, 4, 5, 6, 7, 8, 12, 18, 60)]  # the file's ten
+    gaps = [(probes[7] - hour / 2, probes[7]), (probes[8] - 5 * hour, probes[8]),
+            (day + 24 * hour, probes[9])]  # the last: all of day 2 and half of day 3
+    book = pl.concat([pl.read_parquet(f) for f in tiny.files("book", tiny_params.days("month")[:3])])
+    book = book.filter(pl.col("sym") == sym)
+    for lo, hi in gaps:
+        book = book.filter(~pl.col("ts").is_between(lo, hi, closed="both"))
+    times = tuple(int(p.timestamp()) * 10**9 for p in probes)
+    params = dataclasses.replace(tiny_params, ot_times=times)
+    engine = adapter_class("influxdb")(workdir, tiny, params)
+    engine.start()
+    try:
+        engine._load_frames(DB, [("book", book)], book.height)  # type: ignore[attr-defined]
+        wait_visible(engine)
+        engine.connect()
+        table = engine.run_query("O-T")
+        assert engine.query_requests == 4  # type: ignore[attr-defined]  # 1m, 1h, 1d, the month
+        assert engine.query_server_ns() is not None
+    finally:
+        engine.stop()
+    got = pl.from_arrow(table)
+    assert isinstance(got, pl.DataFrame)
+    want = [book.filter(pl.col("ts") <= p).sort("ts").tail(1) for p in probes]
+    assert got["t"].to_list() == probes
+    assert got["ts"].to_list() == [w["ts"].item() for w in want]
+    assert got["b1price"].to_list() == [w["b1price"].item() for w in want]
+    assert got["a1size"].to_list() == [w["a1size"].item() for w in want]
+    # each gap probe's answer lies before its gap: the later rounds found it
+    assert [got["ts"][i] < gaps[i - 7][0] for i in (7, 8, 9)] == [True] * 3

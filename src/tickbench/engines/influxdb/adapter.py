@@ -42,7 +42,15 @@ import pyarrow.csv as pacsv
 from tickbench.data.schema import SCHEMAS, TABLES, book_level_columns
 from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures, StreamTarget
 from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES, Ties, line_batches
-from tickbench.engines.influxdb.results import influx_bindings, ingest_table, parse_header, to_table
+from tickbench.engines.influxdb.results import (
+    Header,
+    found,
+    influx_bindings,
+    ingest_table,
+    parse_header,
+    statements,
+    to_table,
+)
 from tickbench.engines.influxdb.writer import LineTarget, Session, Writer
 from tickbench.engines.server import LOOPBACK, InstallStep, ReaderPool, ServerEngine, run_tool, tools_dir
 from tickbench.suites.published import BY_ID
@@ -120,6 +128,7 @@ class Adapter(ServerEngine):
     query_sessions: ReaderPool[Session] | None = None
     #: The HTTP service's (queryReq, queryReqDurationNs) when last read (query_server_ns).
     query_counters: tuple[int, int] | None = None
+    query_requests = 1  # the query requests the last run_query sent (a lookback: one a round)
     external_endpoint = True  # a database of its own, marked (see the module docstring)
     namespace_kind = "database"
 
@@ -456,15 +465,13 @@ class Adapter(ServerEngine):
     def run_query(self, qid: str) -> pa.Table:
         text = self.query_text(qid)
         header = parse_header(text)
-        binds = influx_bindings(self.params.bindings())
-        used = {name: binds[name] for name in PARAM.findall(text)}
         if self.query_sessions is None:
             raise RuntimeError("InfluxDB is not started")
         # writer.Session reaches the loopback only, without credentials: an external
         # endpoint's queries go over a connection each (with its host and authentication).
         session = self.query_sessions.get() if self.endpoint is None else None
         try:
-            results = self._query(text, db=self.db, params=used, session=session, packed=True)
+            results = self._run_statements(text, header, session)
         except BaseException:
             self.query_sessions.discard()  # a failed request's connection is not reused
             raise
@@ -473,28 +480,63 @@ class Adapter(ServerEngine):
                          header.probe[0] if header.probe else None, probes)
         return table.sort_by([(c, "ascending") for c in header.sort]) if header.sort else table
 
+    def _run_statements(self, text: str, header: Header, session: Session | None) -> list[dict[str, Any]]:
+        """The per-statement results of a query file: one request, or with a lookback header
+        one request per round (see :mod:`.results`), the statements still without a row each
+        round asked again over the next, longer window. Sets :attr:`query_requests`."""
+        binds = influx_bindings(self.params.bindings())
+        if header.lookback is None or header.probe is None:
+            self.query_requests = 1
+            used = {name: binds[name] for name in PARAM.findall(text)}
+            return self._query(text, db=self.db, params=used, session=session, packed=True)
+        lookback, times = header.lookback, header.probe[1]
+        stmts = statements(text)
+        if f"{times}_{len(stmts) - 1}" not in binds or f"{times}_{len(stmts)}" in binds:
+            raise ValueError(f"a lookback query needs one statement per element of {times}; "
+                             f"it has {len(stmts)} statements")
+        results: dict[int, dict[str, Any]] = {}
+        pending = [(i, int(binds[f"{times}_{i}"])) for i in range(len(stmts))]
+        self.query_requests = 0
+        for window in (*lookback.windows_ns, None):
+            round_binds = {**binds, **lookback.lows(binds, pending, window)}
+            q = ";\n".join(stmts[i] for i, _ in pending)
+            used = {name: round_binds[name] for name in PARAM.findall(q)}
+            answers = self._query(q, db=self.db, params=used, session=session, packed=True)
+            self.query_requests += 1
+            for (i, _), answer in zip(pending, answers, strict=True):
+                results[i] = answer
+            pending = [(i, t) for i, t in pending if not found(results[i])]
+            if not pending:
+                break
+        return [results[i] for i in range(len(stmts))]
+
     def explain(self, qid: str) -> str:
         """``EXPLAIN ANALYZE`` of the query's first statement (InfluxQL explains one SELECT at
-        a time; a query of one statement per probe time repeats it with another time): the
-        iterators, TSM blocks and points each read decoded."""
+        a time; a query of one statement per probe time repeats it with another time), with a
+        lookback header as its first round binds it (the shortest window): the iterators, TSM
+        blocks and points each read decoded."""
         text = self.query_text(qid)
-        code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
-        statements = [s for s in code.split(";") if s.strip()]
+        header = parse_header(text)
+        stmts = statements(text)
         binds = influx_bindings(self.params.bindings())
-        used = {name: binds[name] for name in PARAM.findall(statements[0])}
-        results = self._query("EXPLAIN ANALYZE " + statements[0].strip(), db=self.db, params=used)
+        if header.lookback is not None and header.probe is not None:
+            first = [(0, int(binds[f"{header.probe[1]}_0"]))]
+            binds |= header.lookback.lows(binds, first, header.lookback.windows_ns[0])
+        used = {name: binds[name] for name in PARAM.findall(stmts[0])}
+        results = self._query("EXPLAIN ANALYZE " + stmts[0], db=self.db, params=used)
         lines = [str(v[0]) for r in results for s in r.get("series", []) for v in s["values"]]
-        more = f"(the first of {len(statements)} statements, which differ only in their bound values)\n"
-        return (more if len(statements) > 1 else "") + "\n".join(lines)
+        more = f"(the first of {len(stmts)} statements, which differ only in their bound values)\n"
+        return (more if len(stmts) > 1 else "") + "\n".join(lines)
 
     def query_server_ns(self) -> int | None:
         """The server's own time of the last query: the growth of ``queryReqDurationNs`` (the
         HTTP handler's time, from the request to the last byte of the answer) since the last
-        reading, when exactly one query request ran in between (else ``None``: another
-        client's query, or one of the adapter's own). Read after the clock stops."""
+        reading, when exactly the query's own requests ran in between (one, or one per
+        lookback round; else ``None``: another client's query, or one of the adapter's own).
+        Read after the clock stops."""
         before, now = self.query_counters, self._query_counters()
         self.query_counters = now
-        if before is None or now is None or now[0] - before[0] != 1:
+        if before is None or now is None or now[0] - before[0] != self.query_requests:
             return None
         return now[1] - before[1]
 

@@ -10,7 +10,12 @@ into the SPEC's columns:
   a column ``t`` holding element ``i``: InfluxQL cannot select a parameter as a column;
 * ``-- sort: sym, side, bucket`` makes the adapter sort the rows by these (renamed) columns:
   InfluxQL orders only by time, and returns series ordered by their tag set, whose keys are
-  sorted by name (``side=…,sym=…``), so GROUP BY sym, side comes back side first.
+  sorted by name (``side=…,sym=…``), so GROUP BY sym, side comes back side first;
+* ``-- lookback: lo=month_start, 1m, 1h, 1d`` (with ``probe``) binds ``$lo_i`` to
+  ``max(month_start, t_i - window)`` and runs the statements in rounds, one request each: first
+  with the shortest window, then only the statements that found no point with the next window,
+  and last with ``$lo_i`` = ``month_start`` itself. A statement that finds the newest point
+  before ``t_i`` inside a window has found it over the whole range.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ import pyarrow as pa
 
 from tickbench.data.schema import SCHEMAS
 
-HEADER = re.compile(r"^--\s*(columns|probe|sort):\s*(.*)$")
+HEADER = re.compile(r"^--\s*(columns|probe|sort|lookback):\s*(.*)$")
+DURATION = re.compile(r"^(\d+)(s|m|h|d)$")
+UNIT_NS = {"s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86_400 * 10**9}
 
 
 def influx_bindings(binds: dict[str, Any]) -> dict[str, Any]:
@@ -46,21 +53,68 @@ def _ns(t: dt.datetime) -> int:
 
 
 @dataclass(frozen=True)
+class Lookback:
+    """A ``-- lookback:`` header: the bound ``name`` (``$name_i``), the binding it never goes
+    below (``floor``, a range start) and the windows tried before it, shortest first (ns)."""
+
+    name: str
+    floor: str
+    windows_ns: tuple[int, ...]
+
+    def lows(self, binds: dict[str, Any], probes: list[tuple[int, int]],
+             window_ns: int | None) -> dict[str, int]:
+        """``$name_i`` for each ``(i, t_i)`` of ``probes`` (t in ns; ``binds`` as from
+        :func:`influx_bindings`): the window's start, or the floor when ``window_ns`` is None."""
+        floor = int(binds[self.floor])
+        return {f"{self.name}_{i}": floor if window_ns is None else max(floor, t - window_ns)
+                for i, t in probes}
+
+
+def statements(text: str) -> list[str]:
+    """The statements of a query file: its text without comment lines, split at ``;``."""
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    return [s.strip() for s in code.split(";") if s.strip()]
+
+
+def found(result: dict[str, Any]) -> bool:
+    """Whether one statement's result holds a row."""
+    return any(s.get("values") for s in result.get("series", []))
+
+
+def parse_lookback(value: str) -> Lookback:
+    """``lo=month_start, 1m, 1h, 1d`` → :class:`Lookback` (windows in s, m, h or d)."""
+    first, *windows = [p.strip() for p in value.split(",") if p.strip()]
+    name, sep, floor = first.partition("=")
+    durations = [DURATION.match(w) for w in windows]
+    if not sep or not windows or not all(durations):
+        raise ValueError(f"bad lookback header {value!r}: want NAME=FLOOR_BINDING, 1m, 1h, …")
+    ns = tuple(int(m.group(1)) * UNIT_NS[m.group(2)] for m in durations if m)
+    if list(ns) != sorted(set(ns)):
+        raise ValueError(f"bad lookback header {value!r}: the windows must grow")
+    return Lookback(name.strip(), floor.strip(), ns)
+
+
+@dataclass(frozen=True)
 class Header:
     """What a query file's header comments ask of the adapter (see the module docstring)."""
 
     renames: dict[str, str] = field(default_factory=dict)
     probe: tuple[str, str] | None = None  # (column, list binding)
     sort: tuple[str, ...] = ()
+    lookback: Lookback | None = None
 
 
 def parse_header(text: str) -> Header:
     renames: dict[str, str] = {}
     probe: tuple[str, str] | None = None
     sort: tuple[str, ...] = ()
+    lookback: Lookback | None = None
     for line in text.splitlines():
         m = HEADER.match(line.strip())
         if not m:
+            continue
+        if m.group(1) == "lookback":
+            lookback = parse_lookback(m.group(2))
             continue
         items = [p.strip() for p in m.group(2).split(",") if p.strip()]
         if m.group(1) == "sort":
@@ -72,7 +126,9 @@ def parse_header(text: str) -> Header:
         else:
             ((col, binding),) = pairs.items()
             probe = (col, binding)
-    return Header(renames, probe, sort)
+    if lookback is not None and probe is None:
+        raise ValueError("a lookback header needs a probe header (the times it looks back from)")
+    return Header(renames, probe, sort, lookback)
 
 
 def to_table(results: list[dict[str, Any]], renames: dict[str, str], columns: tuple[str, ...],

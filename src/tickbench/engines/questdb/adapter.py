@@ -37,14 +37,13 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from questdb import Sender, TimestampNanos
+from questdb import Sender
 
 from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures, StreamTarget
 from tickbench.engines.questdb.schema import CREATE, INGEST, SCHEMA, SYMBOLS, TS_PATTERN, bind, imp_schema
 from tickbench.engines.questdb.writer import IlpTarget, Writer
 from tickbench.engines.server import LOOPBACK, InstallStep, ReaderPool, ServerEngine, tools_dir
-from tickbench.params import QueryParams
 
 VERSION = "9.3.4"  # the newest org.questdb:questdb that resolves from Maven
 ARTIFACT = f"org.questdb:questdb:{VERSION}"
@@ -69,7 +68,7 @@ COMMIT_MODES = {"commit_mode=nosync": "nosync", "commit_mode=async": "async", "c
 # commit must show as latency, not be cut by the client's own 10 s default into an error.
 ILP_REQUEST_TIMEOUT_MS = 600_000
 # External endpoints: a table name the query files read (after FROM), to be prefixed.
-FROM_TABLE = re.compile(r"\b(FROM\s+\(?\s*)(trades|book|probes)\b")
+FROM_TABLE = re.compile(r"\b(FROM\s+\(?\s*)(trades|book)\b")
 # A reader's keep-alive connection idle this long is replaced before its next request: QuestDB
 # closes idle HTTP connections after http.net.connection.timeout (5 min by default).
 READER_IDLE_S = 60.0
@@ -218,7 +217,7 @@ class Adapter(ServerEngine):
 
     def foreign_tables(self) -> list[str]:
         existing, own = self._own_names()
-        names = [self.table(t) for t in (*TABLES, "probes")]
+        names = [self.table(t) for t in TABLES]
         if own is None:
             return [self.marker_table, *(n for n in names if n in existing)]
         return [n for n in names if n in existing and n not in own]
@@ -368,32 +367,16 @@ class Adapter(ServerEngine):
         :meth:`pending_visibility` is False)."""
         if self.endpoint is not None:
             self.check_endpoint()
-        for table in (*TABLES, "probes"):
+        for table in TABLES:
             if self.endpoint is not None:
                 self._mark(self.table(table))
             self._create(table, self.table(table))
         days = self.params.load_days()
         with self._sender() as sender:
             rows = sum(self._send_parquet(sender, table, self.table(table), days) for table in TABLES)
-            self._send_probes(sender)
             sender.flush()
-        self._await(self.table(t) for t in (*TABLES, "probes"))
+        self._await(self.table(t) for t in TABLES)
         return rows
-
-    def _send_probes(self, sender: Sender) -> None:
-        for qid, times in (("O-T", self.params.ot_times), ("O-NBBO", self.params.nbbo_times)):
-            for t in times:
-                sender.row(self.table("probes"), symbols={"qid": qid}, at=TimestampNanos(t))
-
-    def set_params(self, params: QueryParams) -> None:
-        """New parameters (the scaling suite's spans): the probe times live in the ``probes``
-        table, so it is written again."""
-        self.params = params
-        self._create("probes", self.table("probes"))
-        with self._sender() as sender:
-            self._send_probes(sender)
-            sender.flush()
-        self._await((self.table("probes"),))
 
     def run_query(self, qid: str) -> pa.Table:
         """``/exec`` with ``timings=true`` on this thread's kept-alive connection: measured at

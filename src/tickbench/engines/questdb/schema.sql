@@ -98,9 +98,3 @@ CREATE TABLE book (
     a20price DOUBLE,
     a20size DOUBLE
 ) TIMESTAMP(ts) PARTITION BY DAY WAL;
--- The run's random probe times of O-T and O-NBBO (10 each), written at load: QuestDB's ASOF JOIN
--- needs a left side with a designated timestamp, and it has no VALUES table or timestamp arrays.
-CREATE TABLE probes (
-    qid SYMBOL CAPACITY 256,
-    t TIMESTAMP_NS
-) TIMESTAMP(t) PARTITION BY DAY WAL;

@@ -56,7 +56,17 @@ def test_layout_restart_and_separate_stores(tiny: Dataset, tiny_params: QueryPar
                                                  for s in ("BTC-USD", "ETH-USD", "USDT-USD")}
         desc = store.lib.get_description("book.BTC-USD")
         assert desc.sorted == "ASCENDING" and desc.index[0].name == "ts"
+        # Each day's venues are the symbol's metadata (O-NBBO's venue count): as in the dataset.
+        for day in (tiny_params.multi_day, tiny_params.day):
+            want = {p["exchange"] for p in tiny.manifest.partitions
+                    if p["table"] == "book" and p["sym"] == "BTC-USD" and p["day"] == day}
+            assert store.venues("book.BTC-USD", [day]) == want and want
+        assert len(store.venues("book.BTC-USD", [tiny_params.multi_day])) > 1
         before = engine.run_query("O-NBBO")
+        # A symbol written without the metadata: O-NBBO groups the day's venues itself, same answer.
+        store.lib.write_metadata("book.BTC-USD", {})
+        assert store.venues("book.BTC-USD", [tiny_params.multi_day]) is None
+        assert engine.run_query("O-NBBO").equals(before)
         engine.stop()
         engine.start()  # the cold protocol: the stored data is reopened, not reloaded
         assert engine.run_query("O-NBBO").equals(before)

@@ -36,7 +36,7 @@ from arcticdb.version_store.library import Library
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS
 from tickbench.engines.arcticdb.ingest import PRUNE, FramesTarget, IngestStore, Writer
-from tickbench.engines.arcticdb.layout import LIBRARY, SORT_KEYS, TABLES, Store, symbol_name
+from tickbench.engines.arcticdb.layout import LIBRARY, SORT_KEYS, TABLES, VENUES, Store, symbol_name
 from tickbench.engines.base import Engine, IngestClient, LoadFigures, StreamTarget
 from tickbench.params import QueryParams
 
@@ -86,15 +86,30 @@ def to_pandas(frame: pl.DataFrame) -> pd.DataFrame:
 
 def write_symbol(lib: Library, symbol: str, chunks: Iterable[pl.DataFrame]) -> int:
     """Write ``chunks`` (in time order) to ``symbol`` as ``CHUNK_ROWS``-row writes: the first
-    replaces the symbol, the rest append. Returns the rows written."""
+    replaces the symbol, the rest append. Returns the rows written. A table with venues gets
+    the venues of each day as the symbol's metadata (:data:`~.layout.VENUES`), so that O-NBBO
+    knows which venues quote on a day without grouping the day's rows."""
+    venues: dict[str, set[str]] = {}
     rows = 0
-    for part in _rechunk(chunks):
+    for part in _rechunk(_noting_venues(chunks, venues)):
         if rows == 0:
             lib.write(symbol, to_pandas(part), prune_previous_versions=True)
         else:
             lib.append(symbol, to_pandas(part), prune_previous_versions=True)
         rows += part.height
+    if venues:
+        lib.write_metadata(symbol, {VENUES: {d: sorted(v) for d, v in sorted(venues.items())}},
+                           prune_previous_versions=True)
     return rows
+
+
+def _noting_venues(chunks: Iterable[pl.DataFrame], venues: dict[str, set[str]]) -> Iterator[pl.DataFrame]:
+    for chunk in chunks:
+        if "exchange" in chunk.columns:
+            pairs = chunk.select(day=pl.col("ts").dt.date().cast(pl.Utf8), exchange=pl.col("exchange")).unique()
+            for day, exchange in pairs.iter_rows():
+                venues.setdefault(day, set()).add(exchange)
+        yield chunk
 
 
 def _rechunk(chunks: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:

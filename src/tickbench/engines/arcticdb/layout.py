@@ -2,7 +2,8 @@
 
 One library, ``tickbench``; one symbol per (table, instrument), named ``<table>.<sym>``
 (``book.BTC-USD``), indexed by ``ts`` (naive datetime64[ns], UTC by convention), holding all
-venues' rows in time order with the SPEC's columns. Trades are ordered by ``(ts, trade_id)``, so
+venues' rows in time order with the SPEC's columns, and the venues of each day as its
+metadata. Trades are ordered by ``(ts, trade_id)``, so
 a resample's ``last`` is the trade with the highest id on a tie; book rows by ``(ts, exchange)``.
 """
 
@@ -19,6 +20,8 @@ from arcticdb.version_store.library import Library
 from tickbench.data.schema import TABLES
 
 LIBRARY = "tickbench"
+# The symbol metadata key listing each day's venues: {"2022-07-20": ["BINANCEUS", …], …}.
+VENUES = "venues_by_day"
 # Row order inside a symbol: ties on ts in trade_id order (C-VT's "last trade" rule).
 SORT_KEYS = {"trades": ["ts", "trade_id"], "book": ["ts", "exchange"]}
 
@@ -55,6 +58,14 @@ class Store:
         """``Library.read`` (the library returns Polars); the index comes back as column ``ts``."""
         frame: pl.DataFrame = self.lib.read(symbol, **kwargs).data
         return frame
+
+    def venues(self, symbol: str, days: Sequence[str]) -> set[str] | None:
+        """The venues with rows in ``symbol`` on ``days``, from the metadata written with it
+        (one small read); ``None`` for a symbol written without it."""
+        meta = self.lib.read_metadata(symbol).metadata
+        if not isinstance(meta, dict) or VENUES not in meta:
+            return None
+        return {v for d in days for v in meta[VENUES].get(d, [])}
 
     def read_batch(self, requests: Sequence[ReadRequest]) -> list[pl.DataFrame]:
         """``Library.read_batch``, raising the first per-symbol error instead of returning it."""

@@ -1,4 +1,4 @@
-"""QueryBuilder: date_range [t - w, t] per probe, w = 1 min, 1 h, day (read_batch), venues by groupby; Polars: last."""
+"""QueryBuilder: date_range [t - w, t] per probe, w = 1 min, 1 h, day (read_batch), venues: metadata; Polars: last."""
 
 # A read decodes every segment its date_range touches, so each probe first reads its last minute
 # (index-pruned to a segment or two) and only the probes that miss a venue of S on X look further
@@ -18,10 +18,15 @@ LOOKBACKS = (pd.Timedelta(minutes=1), pd.Timedelta(hours=1), None)  # None: back
 def query(store: Store, params: dict[str, Any]) -> pl.DataFrame:
     symbol = store.symbol("book", params["sym"])
     start, end = params["multi_range"]
-    # The venues of S on X, grouped in ArcticDB (the clause reads two columns of the day; no row
-    # comes back to Python but one per venue).
-    venues = store.read(symbol, date_range=(start, end),
-                        query_builder=QueryBuilder().groupby("exchange").agg({"b1price": "count"})).height
+    # The venues of S on X, from the symbol's metadata (written with its rows): grouping the
+    # day's rows by venue read two columns of the whole day, the one part that grew with its rows.
+    days = [d.date().isoformat() for d in pd.date_range(start.normalize(), end, freq="D")]
+    listed = store.venues(symbol, days)
+    if listed is None:  # a store written without the metadata: group the day's rows in ArcticDB
+        venues = store.read(symbol, date_range=(start, end),
+                            query_builder=QueryBuilder().groupby("exchange").agg({"b1price": "count"})).height
+    else:
+        venues = len(listed)
     probes = [pd.Timestamp(t) for t in params["nbbo_times"] if start <= pd.Timestamp(t) <= end]
     quotes: dict[pd.Timestamp, pl.DataFrame] = {}
     pending = probes

@@ -243,7 +243,7 @@ def test_lookback_rounds_find_the_newest_point_behind_gaps(tiny: Dataset, tiny_p
     try:
         engine._load_frames(DB, [("book", book)], book.height)  # type: ignore[attr-defined]
         wait_visible(engine)
-        engine.connect()
+        engine.connect()  # type: ignore[attr-defined]
         table = engine.run_query("O-T")
         assert engine.query_requests == 4  # type: ignore[attr-defined]  # 1m, 1h, 1d, the month
         assert engine.query_server_ns() is not None

@@ -63,10 +63,6 @@ def test_layout_restart_and_separate_stores(tiny: Dataset, tiny_params: QueryPar
             assert store.venues("book.BTC-USD", [day]) == want and want
         assert len(store.venues("book.BTC-USD", [tiny_params.multi_day])) > 1
         before = engine.run_query("O-NBBO")
-        # A symbol written without the metadata: O-NBBO groups the day's venues itself, same answer.
-        store.lib.write_metadata("book.BTC-USD", {})
-        assert store.venues("book.BTC-USD", [tiny_params.multi_day]) is None
-        assert engine.run_query("O-NBBO").equals(before)
         engine.stop()
         engine.start()  # the cold protocol: the stored data is reopened, not reloaded
         assert engine.run_query("O-NBBO").equals(before)
@@ -79,5 +75,10 @@ def test_layout_restart_and_separate_stores(tiny: Dataset, tiny_params: QueryPar
             assert engine.bulk_load(fmt, tmp_path / "w").rows == csv_rows
             assert engine.baseline_load(fmt, tmp_path / "w").rows == csv_rows
         assert engine.run_query("O-NBBO").equals(before)  # W and SE left the query store alone
+        # A symbol without the venues metadata (not written by the load) is a clear error.
+        store = engine.store  # type: ignore[attr-defined]
+        store.lib.write_metadata("book.BTC-USD", {})
+        with pytest.raises(RuntimeError, match="no venues_by_day metadata"):
+            engine.run_query("O-NBBO")
     finally:
         engine.stop()

@@ -59,12 +59,13 @@ class Store:
         frame: pl.DataFrame = self.lib.read(symbol, **kwargs).data
         return frame
 
-    def venues(self, symbol: str, days: Sequence[str]) -> set[str] | None:
+    def venues(self, symbol: str, days: Sequence[str]) -> set[str]:
         """The venues with rows in ``symbol`` on ``days``, from the metadata written with it
-        (one small read); ``None`` for a symbol written without it."""
+        (one small read)."""
         meta = self.lib.read_metadata(symbol).metadata
         if not isinstance(meta, dict) or VENUES not in meta:
-            return None
+            raise RuntimeError(f"ArcticDB symbol {symbol} has no {VENUES} metadata: it was not "
+                               "written by tickbench's load; load the data again")
         return {v for d in days for v in meta[VENUES].get(d, [])}
 
     def read_batch(self, requests: Sequence[ReadRequest]) -> list[pl.DataFrame]:

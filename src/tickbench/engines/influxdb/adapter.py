@@ -484,14 +484,15 @@ class Adapter(ServerEngine):
         """The per-statement results of a query file: one request, or with a lookback header
         one request per round (see :mod:`.results`), the statements still without a row each
         round asked again over the next, longer window. Sets :attr:`query_requests`."""
-        binds = influx_bindings(self.params.bindings())
+        raw = self.params.bindings()
+        binds = influx_bindings(raw)
         if header.lookback is None or header.probe is None:
             self.query_requests = 1
             used = {name: binds[name] for name in PARAM.findall(text)}
             return self._query(text, db=self.db, params=used, session=session, packed=True)
         lookback, times = header.lookback, header.probe[1]
         stmts = statements(text)
-        if f"{times}_{len(stmts) - 1}" not in binds or f"{times}_{len(stmts)}" in binds:
+        if len(raw[times]) != len(stmts):
             raise ValueError(f"a lookback query needs one statement per element of {times}; "
                              f"it has {len(stmts)} statements")
         results: dict[int, dict[str, Any]] = {}

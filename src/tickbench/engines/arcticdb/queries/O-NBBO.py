@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 import polars as pl
-from arcticdb import QueryBuilder, ReadRequest
+from arcticdb import ReadRequest
 
 from tickbench.engines.arcticdb.layout import Store
 
@@ -21,12 +21,7 @@ def query(store: Store, params: dict[str, Any]) -> pl.DataFrame:
     # The venues of S on X, from the symbol's metadata (written with its rows): grouping the
     # day's rows by venue read two columns of the whole day, the one part that grew with its rows.
     days = [d.date().isoformat() for d in pd.date_range(start.normalize(), end, freq="D")]
-    listed = store.venues(symbol, days)
-    if listed is None:  # a store written without the metadata: group the day's rows in ArcticDB
-        venues = store.read(symbol, date_range=(start, end),
-                            query_builder=QueryBuilder().groupby("exchange").agg({"b1price": "count"})).height
-    else:
-        venues = len(listed)
+    venues = len(store.venues(symbol, days))
     probes = [pd.Timestamp(t) for t in params["nbbo_times"] if start <= pd.Timestamp(t) <= end]
     quotes: dict[pd.Timestamp, pl.DataFrame] = {}
     pending = probes

@@ -107,6 +107,9 @@ def test_listens_on_loopback_only_and_stops_cleanly(engine: Engine) -> None:
     assert sockets, "the server should listen somewhere"
     assert all(ip == "127.0.0.1" for ip, _ in sockets), sockets
     assert {port for _, port in sockets} == set(engine.ports.values())  # type: ignore[attr-defined]
+    # Its copy of the native library lies in its own data directory, not in the machine's /tmp.
+    root: Path = engine.root  # type: ignore[attr-defined]
+    assert list((root / "tmp").glob("libquestdb*.so")), "QuestDB's native library copy is not in DIR/tmp"
     engine.stop()
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert engine.memory_pids() == []

@@ -180,9 +180,13 @@ class Adapter(ServerEngine):
         }
         (self.root / "conf").mkdir(parents=True, exist_ok=True)
         (self.root / "import").mkdir(exist_ok=True)
+        (self.root / "tmp").mkdir(exist_ok=True)
         (self.root / "conf" / "server.conf").write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
         java = shutil.which("java") or "java"
-        return [java, HEAP, "-p", str(jar_path()), "-m", "io.questdb/io.questdb.ServerMain", "-d", str(self.root)]
+        # QuestDB copies its native library into java.io.tmpdir at every start and leaves it there
+        # when the JVM is killed: keep that copy inside the data directory, removed with it.
+        tmp = f"-Djava.io.tmpdir={self.root / 'tmp'}"
+        return [java, HEAP, tmp, "-p", str(jar_path()), "-m", "io.questdb/io.questdb.ServerMain", "-d", str(self.root)]
 
     def ready(self) -> bool:
         return self._get("/exec", {"query": "select 1"})[0] == 200

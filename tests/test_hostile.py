@@ -1,15 +1,24 @@
-"""Hostile conditions: a disk that fills up mid-generation leaves nothing behind."""
+"""Hostile conditions: a disk that fills up mid-generation, or a generation killed outright,
+leaves nothing behind."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from typer.testing import CliRunner
 
+from tests.conftest import TINY_SCALE, TINY_SEED
 from tickbench.cli import app
+from tickbench.data.dataset import STAGE_GRACE_S, STAGE_OWNER, generate
 
 
 @pytest.fixture
@@ -31,3 +40,53 @@ def test_disk_full_during_generation(small_disk: Path) -> None:
     assert res.exit_code == 2
     assert "disk filled up" in res.output and "nothing was kept" in res.output
     assert list(small_disk.iterdir()) == []
+
+
+def test_a_killed_generation_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
+    """SIGKILL (the OOM killer, a closed session) leaves the staging directory behind; the next
+    generation into the same place removes it, and leaves a live generation's alone."""
+    out = tmp_path / "data"
+    code = f"from tickbench.data.dataset import generate; generate({str(out)!r}, 0.05, 1, jobs=1)"
+    child = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(f".data.partial-*/{STAGE_OWNER}")):
+            assert child.poll() is None, "the generation ended before it could be killed"
+            assert time.monotonic() < deadline, "no staging directory appeared"
+            time.sleep(0.05)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    [killed] = tmp_path.glob(".data.partial-*")
+
+    live = tmp_path / ".data.partial-live"  # a generation that still runs: this process
+    live.mkdir()
+    (live / STAGE_OWNER).write_text(f"{socket.gethostname()} {os.getpid()} {psutil.Process().create_time()!r}\n")
+    remote = tmp_path / ".data.partial-remote"  # another machine's, on a shared filesystem
+    remote.mkdir()
+    (remote / STAGE_OWNER).write_text("another-host 1 0.0\n")
+    young = tmp_path / ".data.partial-young"  # just made, its owner file not yet written
+    young.mkdir()
+    old = tmp_path / ".data.partial-old"  # ownerless and old: abandoned
+    old.mkdir()
+    then = time.time() - 2 * STAGE_GRACE_S
+    os.utime(old, (then, then))
+
+    manifest = generate(out, TINY_SCALE, TINY_SEED, jobs=1)
+    assert not killed.exists() and not old.exists()
+    assert live.exists() and young.exists() and remote.exists()
+    assert not (out / STAGE_OWNER).exists()  # the marker is not part of the dataset
+    assert manifest.scale == TINY_SCALE
+
+
+def test_a_full_disk_in_an_engine_says_where_and_how_to_run_it_again(tmp_path: Path) -> None:
+    from tickbench.run.cell import disk_full_hint
+
+    work = tmp_path / "out" / "work" / "timescaledb" / "published"  # not made yet: free space of its parent
+    pg = 'DiskFull: could not extend file "base/4864060/5957469": No space left on device'
+    hint = disk_full_hint(work, "timescaledb", pg)
+    assert f"the disk under {work} filled up (" in hint and "GiB free now" in hint
+    assert "`tickbench run --resume DIR --redo timescaledb`" in hint
+    assert "runs timescaledb again" in hint
+    assert disk_full_hint(work, "chdb", "Code: 243. DB::Exception: NOT_ENOUGH_SPACE: Cannot reserve 1 MiB")
+    assert disk_full_hint(work, "duckdb", "syntax error at or near FROM") == ""

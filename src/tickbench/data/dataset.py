@@ -23,6 +23,7 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -32,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -346,9 +348,12 @@ def generate(
             raise DatasetError(f"--out {out}: not empty and not a tickbench dataset; choose an "
                                "empty or new directory")
     out.parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned_stages(out)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    _claim(stage)
     try:
         manifest = _generate_into(stage, scale, seed, symbols, jobs, progress, cluster)
+        (stage / STAGE_OWNER).unlink()  # not part of the dataset
         if out.exists():
             out.rmdir()
         os.replace(stage, out)
@@ -361,6 +366,46 @@ def generate(
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
+
+
+STAGE_OWNER = ".owner"  # in a staging directory: "host pid create_time" of the process generating into it
+STAGE_GRACE_S = 60.0  # a staging directory younger than this may not have its owner file yet
+
+
+def _claim(stage: Path) -> None:
+    """Mark ``stage`` as this process's, so that a later run can tell it from an abandoned one."""
+    me = psutil.Process()
+    (stage / STAGE_OWNER).write_text(f"{socket.gethostname()} {me.pid} {me.create_time()!r}\n")
+
+
+def _abandoned(stage: Path) -> bool:
+    """True when ``stage``'s generating process is gone (killed before it could clean up); one
+    that another machine owns (a shared filesystem) is never judged from here."""
+    try:
+        host, pid_text, created = (stage / STAGE_OWNER).read_text().split()
+        if host != socket.gethostname():
+            return False
+        owner = psutil.Process(int(pid_text))
+        return owner.create_time() != float(created)  # the pid now names another process
+    except FileNotFoundError:
+        return time.time() - stage.stat().st_mtime > STAGE_GRACE_S
+    except (psutil.NoSuchProcess, ValueError):
+        return True
+
+
+def remove_abandoned_stages(out: Path) -> list[Path]:
+    """Remove the staging directories of generations into ``out`` whose process was killed.
+
+    A generation writes into ``.NAME.partial-*`` beside ``out`` and renames it at the end; a
+    kill (the kernel's OOM killer, a closed session) leaves it behind, gigabytes at SF 1. One
+    whose process still runs is left alone. Returns what was removed.
+    """
+    removed = []
+    for stage in sorted(out.parent.glob(f".{out.name}.partial-*")):
+        if stage.is_dir() and _abandoned(stage):
+            shutil.rmtree(stage, ignore_errors=True)
+            removed.append(stage)
+    return removed
 
 
 def _generate_into(

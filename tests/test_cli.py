@@ -101,6 +101,11 @@ def test_run_writes_results_reports_and_answers(tiny_dir: Path, tmp_path: Path) 
         assert (out / name).is_file()
     assert len(list((out / "answers" / "duckdb").glob("*.parquet"))) == 14
     assert "T-VWAP" in (out / "report.md").read_text()
+    # Not a terminal: progress comes as a line per finished cell (a live bar would show nothing in a log).
+    records = json.loads((out / "results.json").read_text())["records"]
+    lines = [line for line in text.splitlines() if line.startswith("run: duckdb: ")]
+    assert [line.split()[2] for line in lines] == ["starting", "loading", *(r["benchmark"] for r in records)]
+    assert lines[-1].split()[3] == f"{len(records)}/{len(records)}"
     code, text = _invoke("report", str(out / "results.json"), "--out", str(tmp_path / "again"))
     assert code == 0 and (tmp_path / "again" / "report.html").is_file()
 
@@ -133,3 +138,10 @@ def test_a_load_past_the_load_timeout_is_every_cells_timeout_naming_the_option(t
     phases = results.environment.engines["duckdb"]["phase_seconds"]
     assert phases["load"] >= 2 and phases["T-V1"] < 2  # the failed load's time is the load's
     assert all("longer than 2 s (raise it with --load-timeout)" in r.reason for r in records), records[0].reason
+
+
+def test_redo_needs_resume(tiny_dir: Path, tmp_path: Path) -> None:
+    code, text = _invoke("run", "--engines", "duckdb", "--data", str(tiny_dir), "--out", str(tmp_path / "r"),
+                         "--redo", "duckdb")
+    assert code == 2 and "--redo duckdb: applies to a run you continue; add --resume DIR" in text
+    assert not (tmp_path / "r").exists()

@@ -58,6 +58,25 @@ def test_interrupted_run_resumes_without_redoing_cells(
     assert read_results(path).run_id == raw["run_id"]
 
 
+def test_redo_runs_an_engine_again_replacing_its_failed_cells(
+    tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cell failed by a condition the user then fixes (here an injected crash; at SF 1 a full
+    disk) is run again with ``--resume DIR --redo ENGINE``: that engine's records are replaced."""
+    out = tmp_path / "r"
+    monkeypatch.setenv(FAULTS_ENV, "duckdb:crash=O-S")
+    first = run(_cfg(tiny, out))
+    assert {r.benchmark: r.status for r in first.records}["O-S"] == "error"
+    monkeypatch.delenv(FAULTS_ENV)
+    with pytest.raises(RunError, match="--redo polars: not an engine of the run"):
+        resume_config(out, ["polars"])
+    redone = run(resume_config(out, ["duckdb"]))
+    assert len(redone.records) == len(BY_ID)  # replaced, not added
+    assert all(r.status == "ok" for r in redone.records), [(r.benchmark, r.reason) for r in redone.records]
+    assert redone.run_id == first.run_id
+    assert redone.environment.engines["duckdb"]["phase_seconds"]["load"] > 0
+
+
 def test_existing_results_are_not_overwritten(tiny: Dataset, tmp_path: Path) -> None:
     out = tmp_path / "r"
     out.mkdir()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
+import time
 import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.status import Status
 from rich.table import Table
 
@@ -54,8 +55,45 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
+class LineProgress:
+    """Progress as plain lines, for a log file or CI, where a live bar shows nothing until the end.
+
+    The subset of rich's Progress that tickbench uses: one line when the description changes, at
+    the last step, and otherwise at most every ``every_s`` seconds.
+    """
+
+    def __init__(self, label: str, every_s: float = 10.0) -> None:
+        self.label, self.every_s = label, every_s
+        self.started = self.last = time.monotonic()
+        self.tasks: dict[TaskID, dict[str, Any]] = {}
+
+    def add_task(self, description: str, total: float | None = None) -> TaskID:
+        task = TaskID(len(self.tasks))
+        self.tasks[task] = {"description": description, "completed": 0, "total": total}
+        return task
+
+    def update(self, task: TaskID, *, description: str | None = None, completed: float | None = None,
+               total: float | None = None) -> None:
+        state = self.tasks[task]
+        changed = description is not None and description != state["description"]
+        for key, value in (("description", description), ("completed", completed), ("total", total)):
+            if value is not None:
+                state[key] = value
+        now = time.monotonic()
+        last_step = state["total"] is not None and state["completed"] >= state["total"]
+        if changed or last_step or now - self.last >= self.every_s:
+            self.last = now
+            elapsed = dt.timedelta(seconds=round(now - self.started))
+            of = f"/{state['total']:g}" if state["total"] is not None else ""
+            err.print(f"{self.label}: {state['description']}  {state['completed']:g}{of}  {elapsed}",
+                      highlight=False, markup=False, soft_wrap=True)
+
+
 @contextmanager
-def progress_bar(label: str) -> Iterator[Progress]:
+def progress_bar(label: str) -> Iterator[Progress | LineProgress]:
+    if not err.is_terminal:
+        yield LineProgress(label)
+        return
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=False) as bar:
         yield bar
@@ -126,6 +164,9 @@ def run_cmd(
     resume: Annotated[
         Path | None, typer.Option(help="continue the interrupted run in this directory (its settings are reused)")
     ] = None,
+    redo: Annotated[str | None, typer.Option(
+        help="with --resume: run these engines (comma-separated) again from the start, replacing their "
+             "records, e.g. once what failed their cells (a full disk) is fixed")] = None,
     endpoint: Annotated[list[str] | None, typer.Option(
         help="ENGINE=HOST:PORT: run ENGINE against a server you run (repeatable, or comma-separated); "
              "no install, start or stop; credentials from the environment only (README: Your own deployment)",
@@ -142,8 +183,11 @@ def run_cmd(
 
     Each suite's own options follow, grouped under the suite's title."""
     try:
+        redo_engines = [e.strip() for e in (redo or "").split(",") if e.strip()]
+        if redo is not None and resume is None:
+            raise RunError(f"--redo {redo}: applies to a run you continue; add --resume DIR")
         if resume is not None:
-            cfg = resume_config(resume)
+            cfg = resume_config(resume, redo_engines)
             _run_and_report(cfg)
             return
         endpoints = merge_endpoints(read_config(config, keep) if config else [],

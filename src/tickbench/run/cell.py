@@ -9,6 +9,8 @@ into that cell's record, restarting the engine for the next cell.
 
 from __future__ import annotations
 
+import re
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,15 +45,36 @@ class PhaseClock:
     """Wall seconds of each phase of one engine's run (start, load, each cell), in run order:
     the runner's record of where an engine's time went, kept in ``meta["phase_seconds"]``."""
 
-    def __init__(self, meta: dict[str, Any]) -> None:
+    def __init__(self, meta: dict[str, Any], announce: Callable[[str], None] | None = None) -> None:
         self.seconds: dict[str, float] = meta.setdefault("phase_seconds", {})
         self.mark = time.monotonic()
+        self._announce = announce
+
+    def announce(self, what: str) -> None:
+        """Say which phase begins (progress for a long start or load, which records no cell)."""
+        if self._announce is not None:
+            self._announce(what)
 
     def lap(self, phase: str) -> None:
         """Close ``phase`` (a repeated phase, e.g. a restart's load, adds to its total)."""
         now = time.monotonic()
         self.seconds[phase] = round(self.seconds.get(phase, 0.0) + now - self.mark, 3)
         self.mark = now
+
+
+#: How the engines word a full disk (PostgreSQL's DiskFull, ClickHouse's NOT_ENOUGH_SPACE, errno's ENOSPC …).
+DISK_FULL = re.compile(r"no space left on device|disk ?full|not[ _]enough[ _](disk[ _])?space|ENOSPC", re.IGNORECASE)
+
+
+def disk_full_hint(workdir: Path, engine: str, reason: str) -> str:
+    """What to do when ``reason`` is a full disk: the engine's message names a file, not the
+    run's working directory, nor that the failed cells can be run again."""
+    if not DISK_FULL.search(reason):
+        return ""
+    where = next((p for p in (workdir, *workdir.parents) if p.exists()), Path("/"))
+    free = shutil.disk_usage(where).free / 2**30
+    return (f" [the disk under {workdir} filled up ({free:.1f} GiB free now): free space there or run with "
+            f"--out on a larger disk, then `tickbench run --resume DIR --redo {engine}` runs {engine} again]")
 
 
 @dataclass
@@ -87,6 +110,8 @@ class CellContext:
         model = self.suite.figures_model
         if model is not None and figures:
             figures = model.model_validate(figures).model_dump(exclude_unset=True)
+        if status in ("error", "timeout"):
+            reason += disk_full_hint(self.workdir, self.info.name, reason)
         return Record(engine=self.info.name, benchmark=bench, suite=self.suite.name,
                       category=self.suite.category(bench), status=status, reason=reason,  # type: ignore[arg-type]
                       figures=figures, **extra)
@@ -124,10 +149,14 @@ class Worker:
         """Start the engine (and load it when the worker loads); failures raise."""
         timeout = self.ctx.protocol.load_timeout_s
         clock = self.ctx.clock
+        if clock is not None:
+            clock.announce("starting")
         self.proc.call(timeout, op="start")
         if clock is not None:
             clock.lap("start")
         if self.load if load is None else load:
+            if clock is not None:
+                clock.announce("loading")
             try:
                 reply = self.proc.call(timeout, op="load")
             except CellTimeout:

@@ -66,6 +66,8 @@ class RunConfig:
     protocol: Protocol = field(default_factory=Protocol)
     verify_dataset: bool = True
     resume: bool = False
+    #: With ``resume``: engines run again from the start, their earlier records dropped.
+    redo: list[str] = field(default_factory=list)
     options: dict[str, Options] = field(default_factory=suite_options)  # by suite, then option
     #: External endpoints by engine: servers the user runs, used as they are (no start/stop).
     endpoints: dict[str, Endpoint] = field(default_factory=dict)
@@ -184,20 +186,26 @@ def config_of(cfg: RunConfig) -> dict[str, Any]:
             "endpoints": {n: e.as_json() for n, e in cfg.endpoints.items()}}
 
 
-def resume_config(out: Path) -> RunConfig:
-    """The configuration of the interrupted run in ``out``, to continue it."""
+def resume_config(out: Path, redo: list[str] | None = None) -> RunConfig:
+    """The configuration of the interrupted run in ``out``, to continue it; the engines in
+    ``redo`` are run again from the start (e.g. after a full disk failed some of their cells)."""
     path = out / "results.json"
     if not path.is_file():
         raise RunError(f"--resume {out}: no results.json there; nothing to resume")
     c = read_results(path).config
     if not c:
         raise RunError(f"--resume {out}: its results.json records no run configuration")
+    unknown = [e for e in redo or [] if e not in c["engines"]]
+    if unknown:
+        raise RunError(f"--redo {','.join(unknown)}: not an engine of the run in {out} "
+                       f"({','.join(c['engines'])})")
     return RunConfig(
         engines=list(c["engines"]), data=Path(c["data"]), out=out, seed=int(c["seed"]), suite=c["suite"],
         protocol=Protocol(repetitions=c["repetitions"], warmup=c["warmup"], timeout_s=c["timeout_s"],
                           load_timeout_s=c["load_timeout_s"], load_repetitions=c["load_repetitions"],
                           cold=c["cold"], save_answers=out / "answers" if c["save_answers"] else None),
         resume=True,
+        redo=list(redo or []),
         options={name: s.options_from_json(c.get("options", {}).get(name, {})) for name, s in all_suites().items()},
         # The user name is not recorded: it comes from the engine's usual variables (PGUSER …).
         endpoints={n: Endpoint.from_json(e) for n, e in c.get("endpoints", {}).items()},
@@ -227,6 +235,10 @@ def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | 
         if results.dataset.content_hash != m.content_hash:
             raise RunError(f"--resume {cfg.out}: the run used dataset {results.dataset.content_hash}, "
                            f"{cfg.data} holds {m.content_hash}")
+        if cfg.redo:  # dropped only now that the run is known to continue: a refused resume keeps them
+            results.records = [r for r in results.records if r.engine not in cfg.redo]
+            for name in cfg.redo:
+                results.environment.engines.pop(name, None)
     elif results_path.exists():
         raise RunError(f"--out {cfg.out}: already holds results.json; choose another directory, "
                        f"or continue that run with `tickbench run --resume {cfg.out}`")
@@ -251,7 +263,12 @@ def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | 
         done = len(cells) - len(todo_all)
 
         meta: dict[str, Any] = {}
-        clock = PhaseClock(meta)
+
+        def announce(what: str, name: str = name, total: int = len(cells)) -> None:
+            if progress:
+                progress(f"{name}: {what}", done, total)  # noqa: B023 -- this engine's live count, as on_record's
+
+        clock = PhaseClock(meta, announce)
 
         def on_record(rec: Record, name: str = name, total: int = len(cells), clock: PhaseClock = clock) -> None:
             nonlocal done

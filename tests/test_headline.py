@@ -53,6 +53,20 @@ def test_headline_has_every_cell_every_engine_and_the_paper_by_rank(real: Result
     assert f"All 2 engines: {total} in all" in headline.render(two, "make run-paper", "quiet")
 
 
+def test_an_engine_not_available_here_is_a_line_not_a_column(real: Results) -> None:
+    why = ("kdb+ needs a licence from KX (pykx is not installed); to enable: get a licence from KX, "
+           "`pip install pykx` …")
+    gone = [r.model_copy(update={"engine": "kdb", "status": "unavailable", "reason": why, "stats": None,
+                                 "samples_ns": [], "figures": {}, "verified": None}) for r in real.records]
+    both = real.model_copy(update={"records": [*real.records, *gone]})
+    text = headline.render(both, "make run-paper", "quiet")
+    header = next(line for line in text.splitlines() if line.startswith("| benchmark |"))
+    assert header == "| benchmark | duckdb |"
+    assert "| kdb |" not in text
+    assert ("Not available here, so not run: kdb (kdb+ needs a licence from KX (pykx is not installed); "
+            "how to enable it: `tickbench engines`).") in text
+
+
 def test_headline_replaces_only_its_block() -> None:
     text = f"intro\n{headline.START}\nold\n{headline.END}\nrest\n"
     out = replace_block(text, headline.START, headline.END, "new")

@@ -33,7 +33,13 @@ def render(results: Results, command: str, conditions: str) -> str:
     """The headline block of ``results``; ``command`` is what produced it and ``conditions`` what
     else ran on the machine (the reader needs both to judge the numbers)."""
     env, ds = results.environment, results.dataset
-    engines = results.engines()
+    # An engine not available here (kdb+ without a licence) is a line below, not a column of dashes.
+    absent: dict[str, str] = {}
+    for e in results.engines():
+        recs = [r for r in results.records if r.engine == e]
+        if all(r.status == "unavailable" for r in recs):
+            absent[e] = recs[0].reason
+    engines = [e for e in results.engines() if e not in absent]
     rows = max((int(m.get("load_rows") or 0) for m in env.engines.values()), default=0)
     out = [
         f"Scale {ds.scale:g} (seed {ds.seed}, content hash `{ds.content_hash}`"
@@ -48,6 +54,9 @@ def render(results: Results, command: str, conditions: str) -> str:
     for b in BENCHMARKS:
         cells = [cell_text(rec) if (rec := results.record(e, b.id)) is not None else "not run" for e in engines]
         out.append(f"| {b.id} | " + " | ".join(cells) + " |")
+    for e, why in absent.items():
+        out += ["", f"Not available here, so not run: {e} ({why.split('; to enable')[0]}; how to enable it: "
+                f"`tickbench engines`)."]
     out += ["", "Where each engine's time went (wall clock of the runner, per phase), and its memory:", "",
             "| engine | start | load | 14 queries | W | SE | total | peak RSS (budget) |",
             "|---|---|---|---|---|---|---|---|"]

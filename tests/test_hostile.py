@@ -90,3 +90,29 @@ def test_a_full_disk_in_an_engine_says_where_and_how_to_run_it_again(tmp_path: P
     assert "runs timescaledb again" in hint
     assert disk_full_hint(work, "chdb", "Code: 243. DB::Exception: NOT_ENOUGH_SPACE: Cannot reserve 1 MiB")
     assert disk_full_hint(work, "duckdb", "syntax error at or near FROM") == ""
+
+
+def test_a_disk_too_small_for_the_server_engines_is_said_before_the_run(
+    tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from tickbench.run.session import WORKDIR_PER_DATASET, RunConfig, disk_shortfall
+
+    data_bytes = sum(p.stat().st_size for p in tiny_dir.rglob("*") if p.is_file())
+    out = tmp_path / "results" / "r"  # not made yet
+    cfg = RunConfig(engines=["duckdb", "postgres"], data=tiny_dir, out=out, seed=TINY_SEED)
+    usage = shutil.disk_usage(tmp_path)
+
+    def free(n: float) -> None:
+        monkeypatch.setattr(shutil, "disk_usage", lambda _p: usage._replace(free=int(n)))
+
+    free(WORKDIR_PER_DATASET * data_bytes * 0.9)
+    note = disk_shortfall(cfg)
+    assert note is not None and f"under {out}" in note and "postgres may run out of disk" in note
+    assert f"`tickbench run --resume {out} --redo ENGINE`" in note
+    free(WORKDIR_PER_DATASET * data_bytes * 1.1)
+    assert disk_shortfall(cfg) is None
+    free(0)
+    cfg.engines = ["duckdb"]  # the estimate is of server engines (PostgreSQL measured)
+    assert disk_shortfall(cfg) is None

@@ -33,6 +33,7 @@ from tickbench.run.session import (
     check_endpoints,
     check_engines,
     check_suite,
+    disk_shortfall,
     resume_config,
     run,
     suite_names,
@@ -263,6 +264,8 @@ def _check_available(names: list[str]) -> None:
 
 
 def _run_and_report(cfg: RunConfig) -> None:
+    if (short := disk_shortfall(cfg)) is not None:
+        err.print(f"[yellow]note:[/yellow] {escape(short)}", highlight=False, soft_wrap=True)
     with progress_bar("run") as bar:
         task = bar.add_task("starting", total=None)
 

@@ -186,6 +186,30 @@ def config_of(cfg: RunConfig) -> dict[str, Any]:
             "endpoints": {n: e.as_json() for n, e in cfg.endpoints.items()}}
 
 
+#: The largest engine working directory measured, as a multiple of the dataset's size on disk:
+#: PostgreSQL's at SF 1, 60 GB beside the 9.3 GB dataset (the month uncompressed, then W's and SE's
+#: databases of their own).
+WORKDIR_PER_DATASET = 6.5
+
+
+def disk_shortfall(cfg: RunConfig) -> str | None:
+    """A warning when the disk under ``cfg.out`` may be too small for the run's server engines
+    (``None`` when it has room): a full disk fails cells late in a long run."""
+    servers = [n for n in cfg.engines if n not in cfg.endpoints and adapter_class(n).has_server]
+    if not servers or not Path(cfg.data).is_dir():
+        return None
+    data_bytes = sum(p.stat().st_size for p in Path(cfg.data).rglob("*") if p.is_file())
+    need = WORKDIR_PER_DATASET * data_bytes
+    where = next(p for p in (cfg.out, *cfg.out.absolute().parents) if p.exists())
+    free = shutil.disk_usage(where).free
+    if free >= need:
+        return None
+    return (f"{free / 1e9:.1f} GB free under {cfg.out}, and a server engine's working directory can take "
+            f"{WORKDIR_PER_DATASET:g}× the dataset ({need / 1e9:.1f} GB here; PostgreSQL's did at SF 1): "
+            f"{', '.join(servers)} may run out of disk. A cell that does says so; free space and run it again "
+            f"with `tickbench run --resume {cfg.out} --redo ENGINE`")
+
+
 def resume_config(out: Path, redo: list[str] | None = None) -> RunConfig:
     """The configuration of the interrupted run in ``out``, to continue it; the engines in
     ``redo`` are run again from the start (e.g. after a full disk failed some of their cells)."""

@@ -54,7 +54,7 @@ def test_headline_has_every_cell_every_engine_and_the_paper_by_rank(real: Result
 
 
 def test_an_engine_not_available_here_is_a_line_not_a_column(real: Results) -> None:
-    why = ("kdb+ needs a licence from KX (pykx is not installed); to enable: get a licence from KX, "
+    why = ("not available: kdb+ needs a licence from KX (pykx is not installed); to enable: get a licence from KX, "
            "`pip install pykx` …")
     gone = [r.model_copy(update={"engine": "kdb", "status": "unavailable", "reason": why, "stats": None,
                                  "samples_ns": [], "figures": {}, "verified": None}) for r in real.records]

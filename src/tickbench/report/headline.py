@@ -38,7 +38,7 @@ def render(results: Results, command: str, conditions: str) -> str:
     for e in results.engines():
         recs = [r for r in results.records if r.engine == e]
         if all(r.status == "unavailable" for r in recs):
-            absent[e] = recs[0].reason
+            absent[e] = recs[0].reason.removeprefix("not available: ")
     engines = [e for e in results.engines() if e not in absent]
     rows = max((int(m.get("load_rows") or 0) for m in env.engines.values()), default=0)
     out = [

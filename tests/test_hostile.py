@@ -85,7 +85,7 @@ def test_a_full_disk_in_an_engine_says_where_and_how_to_run_it_again(tmp_path: P
     work = tmp_path / "out" / "work" / "timescaledb" / "published"  # not made yet: free space of its parent
     pg = 'DiskFull: could not extend file "base/4864060/5957469": No space left on device'
     hint = disk_full_hint(work, "timescaledb", pg)
-    assert f"the disk under {work} filled up (" in hint and "GiB free now" in hint
+    assert f"the disk under {work} filled up (" in hint and "GB free now" in hint
     assert "`tickbench run --resume DIR --redo timescaledb`" in hint
     assert "runs timescaledb again" in hint
     assert disk_full_hint(work, "chdb", "Code: 243. DB::Exception: NOT_ENOUGH_SPACE: Cannot reserve 1 MiB")

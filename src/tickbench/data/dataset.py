@@ -387,8 +387,11 @@ def _abandoned(stage: Path) -> bool:
             return False
         owner = psutil.Process(int(pid_text))
         return owner.create_time() != float(created)  # the pid now names another process
-    except FileNotFoundError:
-        return time.time() - stage.stat().st_mtime > STAGE_GRACE_S
+    except FileNotFoundError:  # no owner file yet (just made), or the stage is gone (renamed when done)
+        try:
+            return time.time() - stage.stat().st_mtime > STAGE_GRACE_S
+        except FileNotFoundError:
+            return False
     except (psutil.NoSuchProcess, ValueError):
         return True
 

@@ -66,14 +66,19 @@ class PhaseClock:
 DISK_FULL = re.compile(r"no space left on device|disk ?full|not[ _]enough[ _](disk[ _])?space|ENOSPC", re.IGNORECASE)
 
 
+def free_bytes(path: Path) -> int:
+    """Free space on the disk that holds ``path`` (or would: its nearest existing parent)."""
+    where = next((p for p in (path, *path.absolute().parents) if p.exists()), Path("/"))
+    return shutil.disk_usage(where).free
+
+
 def disk_full_hint(workdir: Path, engine: str, reason: str) -> str:
     """What to do when ``reason`` is a full disk: the engine's message names a file, not the
     run's working directory, nor that the failed cells can be run again."""
     if not DISK_FULL.search(reason):
         return ""
-    where = next((p for p in (workdir, *workdir.parents) if p.exists()), Path("/"))
-    free = shutil.disk_usage(where).free / 2**30
-    return (f" [the disk under {workdir} filled up ({free:.1f} GiB free now): free space there or run with "
+    free = free_bytes(workdir) / 1e9
+    return (f" [the disk under {workdir} filled up ({free:.1f} GB free now): free space there or run with "
             f"--out on a larger disk, then `tickbench run --resume DIR --redo {engine}` runs {engine} again]")
 
 

@@ -22,7 +22,7 @@ from tickbench.reference import ReferenceAnswers
 from tickbench.results import Dataset as DatasetInfo
 from tickbench.results import Record, Results, read_results
 from tickbench.run import environment
-from tickbench.run.cell import CellContext, PhaseClock, Protocol
+from tickbench.run.cell import CellContext, PhaseClock, Protocol, free_bytes
 from tickbench.run.memory import own_peak_rss
 from tickbench.suites.base import OptionError, Options, Suite
 from tickbench.suites.registry import suites as all_suites
@@ -200,8 +200,7 @@ def disk_shortfall(cfg: RunConfig) -> str | None:
         return None
     data_bytes = sum(p.stat().st_size for p in Path(cfg.data).rglob("*") if p.is_file())
     need = WORKDIR_PER_DATASET * data_bytes
-    where = next(p for p in (cfg.out, *cfg.out.absolute().parents) if p.exists())
-    free = shutil.disk_usage(where).free
+    free = free_bytes(cfg.out)
     if free >= need:
         return None
     return (f"{free / 1e9:.1f} GB free under {cfg.out}, and a server engine's working directory can take "

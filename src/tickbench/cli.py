@@ -52,7 +52,8 @@ err = Console(stderr=True, emoji=False)  # error text such as 'local:x' is not a
 
 def fail(message: str) -> typer.Exit:
     # escape(): a reason may hold brackets (an engine's error, ``tickbench[kdb]``), not markup.
-    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    # One line: a library's message may hold line breaks.
+    err.print(f"[red]error:[/red] {escape(' '.join(message.split()))}", highlight=False, soft_wrap=True)
     return typer.Exit(2)
 
 

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 SCHEMA_VERSION = 2
 PROTOCOL_VERSION = "1"  # the timing protocol (warm-up, repetitions, clocks); see METHODOLOGY.md
@@ -170,18 +170,26 @@ class ResultsError(Exception):
 def read_results(path: Path) -> Results:
     try:
         raw = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ResultsError(f"{path}: not a readable results file ({exc})") from exc
     version = raw.get("schema_version") if isinstance(raw, dict) else None
-    if version == 1:
-        raw = migrate_v1(raw)
-        version = SCHEMA_VERSION
-    if version != SCHEMA_VERSION:
-        raise ResultsError(
-            f"{path}: results schema version {version}, this tickbench reads {SCHEMA_VERSION}; "
-            "re-run the benchmark or use the tickbench version that wrote it"
-        )
-    return Results.model_validate(raw)
+    try:
+        if version == 1:
+            raw = migrate_v1(raw)
+            version = SCHEMA_VERSION
+        if version != SCHEMA_VERSION:
+            raise ResultsError(
+                f"{path}: results schema version {version!r}, this tickbench reads {SCHEMA_VERSION}; "
+                "re-run the benchmark or use the tickbench version that wrote it"
+            )
+        return Results.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise ResultsError(f"{path}: not a valid results file: {where}: {' '.join(first['msg'].split())} "
+                           f"({exc.error_count()} error(s) in all); it was edited or is damaged") from None
+    except (TypeError, AttributeError, KeyError) as exc:  # a v1 file whose records are not records
+        raise ResultsError(f"{path}: not a valid results file ({type(exc).__name__}: {exc})") from None
 
 
 def _figures_model(suite: str) -> type[BaseModel] | None:

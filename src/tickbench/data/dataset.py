@@ -3,10 +3,16 @@
 Layout of a dataset directory::
 
     manifest.json
-    trades/<day>/<exchange>__<sym>.parquet   (zstd, rows in time order)
-    book/<day>/<exchange>__<sym>.parquet
-    csv/trades_<bulk day>.csv                (the bulk-load day, all instruments, time order)
+    trades/<day>/<E>__<S>.parquet   (zstd, rows in time order)
+    book/<day>/<E>__<S>.parquet
+    csv/trades_<bulk day>.csv       (the bulk-load day, all instruments, time order)
     csv/book_<bulk day>.csv
+
+``<E>`` and ``<S>`` are the file-name forms of the exchange and the instrument
+(:func:`file_name`): the name itself when it is plain, else an encoded form. Names come from
+data, and data is hostile: no name ever becomes a path as it is, every path a manifest names
+is checked to stay inside the dataset (:func:`inside`), and the real names are kept in the
+manifest's partition entries (``exchange``, ``sym``), which are what readers go by.
 
 The content hash is computed from the rows, not from the Parquet bytes, so it does not depend
 on the Parquet writer's version: per partition, a BLAKE2b over each column's values in a
@@ -20,6 +26,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -88,15 +95,34 @@ def hash_table(table: pa.Table) -> str:
 
 
 CSV_OPTIONS = pacsv.WriteOptions(quoting_style="none")
+# RFC 4180 quoting of every string field, for a CSV whose names hold a comma or a quote (the
+# header is quoted either way); every engine's CSV reader reads both.
+CSV_QUOTED = pacsv.WriteOptions(quoting_style="needed")
+_STRUCTURAL = re.compile(r"[\",\r\n]")
+
+
+def needs_quoting(table: pa.Table | Iterable[str]) -> bool:
+    """Whether a CSV of ``table`` (or of rows with these names) needs quoted fields: some string
+    value holds a comma, a quote or a line break. Generated names never do."""
+    if isinstance(table, pa.Table):
+        # distinct values only: exchange, sym and side repeat on every row
+        return any(needs_quoting(v for v in pc.unique(col).to_pylist() if v is not None)
+                   for col in table.columns if pa.types.is_string(col.type) or pa.types.is_large_string(col.type))
+    return any(_STRUCTURAL.search(v) for v in table)
+
+
+def csv_options(quoted: bool) -> pacsv.WriteOptions:
+    """The dataset CSV's write options: unquoted as ever, or quoted where names need it."""
+    return CSV_QUOTED if quoted else CSV_OPTIONS
 
 _POW10 = 10 ** np.arange(19, dtype=np.int64)
 # Trailing decimal zeros of 1..9999 (and 4 for 0, the low four digits of a multiple of 10**4).
 _TRAILING_ZEROS = np.array([4] + [len(str(x)) - len(str(x).rstrip("0")) for x in range(1, 10_000)], np.int8)
 
 
-def _csv_write_size(table: pa.Table) -> int:
+def _csv_write_size(table: pa.Table, options: pacsv.WriteOptions = CSV_OPTIONS) -> int:
     sink = pa.MockOutputStream()
-    pacsv.write_csv(table, sink, CSV_OPTIONS)
+    pacsv.write_csv(table, sink, options)
     return int(sink.size())
 
 
@@ -186,6 +212,8 @@ def csv_size(table: pa.Table) -> int:
     n = table.num_rows
     if n == 0:
         return header
+    if needs_quoting(table):  # names with a comma or a quote (imported data only): the writer's own count
+        return _csv_write_size(table, CSV_QUOTED)
     return header + n * table.num_columns + sum(_column_text_bytes(c) for c in table.columns)
 
 
@@ -197,12 +225,82 @@ def combine_hashes(partition_hashes: dict[str, str]) -> str:
     return h.hexdigest()
 
 
+#: The most bytes of UTF-8 an exchange or instrument name may have. Real names are far shorter
+#: (the longest option symbols are about 25 characters); every engine keeps a name as a key, a
+#: tag or a symbol, and some bound those (ArcticDB's symbol keys, file names).
+MAX_NAME_BYTES = 64
+# C0 controls, DEL, C1 controls: no venue names an instrument with a line break, a tab or a NUL,
+# and they break the CSV, the engines' text protocols and the terminal.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# A plain name is its own file name: ASCII letters and digits, "." and "-", starting with a
+# letter or digit, at most 32 characters. Never "_" (it separates exchange and sym) nor "~".
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,31}")
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]+")
+ENCODED_MARK = "~"  # in an encoded file name only: no plain name holds it
+READABLE_CHARS = 24  # of an encoded file name, before the mark
+# Every part of a path a manifest names: what file_name, partition_path and csv_path produce.
+_PATH_PART = re.compile(r"[A-Za-z0-9~][A-Za-z0-9._~-]*")
+
+
+def name_problem(name: object) -> str | None:
+    """Why ``name`` (an exchange or instrument from data) cannot be used, or None when it can:
+    any valid UTF-8 of 1 to :data:`MAX_NAME_BYTES` bytes without control characters."""
+    if not isinstance(name, str) or not name:
+        return "an empty name"
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_NAME_BYTES:
+        return f"a name of {size:,} bytes (at most {MAX_NAME_BYTES} bytes of UTF-8)"
+    if _CONTROL.search(name):
+        return "a name holding a control character (a line break, tab or NUL)"
+    return None
+
+
+def file_name(name: str) -> str:
+    """The file-name form of an exchange or instrument name.
+
+    A plain name (ASCII letters, digits, ``.`` and ``-``, starting with a letter or digit, at
+    most 32 characters: ``COINBASE``, ``BTC-USD``) is its own file name, so generated datasets
+    keep their paths and content hash. Any other name becomes a readable part (its ASCII letters
+    and digits, each run of other characters as one ``-``, without a leading or trailing ``-``,
+    at most 24 characters; possibly empty) then ``~`` and the 16 hex digits of the 8-byte
+    BLAKE2b of its UTF-8: ``XBT/USD`` → ``XBT-USD~<16 hex>``, ``ÉCHANGE`` → ``CHANGE~<16 hex>``.
+    ``~`` is in no plain name, so the two forms never meet; the form is at most 41 characters
+    whatever the name; the real name is in the manifest."""
+    if _PLAIN.fullmatch(name):
+        return name
+    readable = _NOT_ALNUM.sub("-", name).strip("-")[:READABLE_CHARS].rstrip("-")
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return f"{readable}{ENCODED_MARK}{digest}"
+
+
 def partition_path(table: str, day: dt.date, exchange: str, sym: str) -> str:
-    return f"{table}/{day.isoformat()}/{exchange}__{sym}.parquet"
+    """Where the partition of (``table``, ``day``, ``exchange``, ``sym``) lives, relative to the
+    dataset: ``<table>/<day>/<file_name(exchange)>__<file_name(sym)>.parquet``."""
+    return f"{table}/{day.isoformat()}/{file_name(exchange)}__{file_name(sym)}.parquet"
 
 
-def csv_path(table: str) -> str:
-    return f"csv/{table}_{cal.BULK_DAY.isoformat()}.csv"
+def csv_path(table: str, day: dt.date = cal.BULK_DAY) -> str:
+    return f"csv/{table}_{day.isoformat()}.csv"
+
+
+def inside(root: Path, rel: object, what: str = "a path") -> Path:
+    """``root / rel`` for a path named by a manifest or built from data, refused (DatasetError)
+    unless ``rel`` is relative, made of the parts the layout uses (letters, digits, ``._~-``; no
+    ``..``, no empty part) and, with every symbolic link resolved, still inside ``root``."""
+    if not isinstance(rel, str) or not rel or not all(_PATH_PART.fullmatch(p) for p in rel.split("/")):
+        raise DatasetError(f"{root}: {what} {shown(rel)} is not a path inside the dataset; "
+                           "the manifest was edited or written by something else: regenerate or re-import it")
+    path = root / rel
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise DatasetError(f"{root}: {what} {rel} leads outside the dataset (a symbolic link); "
+                           "refused: regenerate or re-import the dataset")
+    return path
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """``value`` for a one-line message: quoted, escaped, and cut to about ``limit`` characters."""
+    text = json.dumps(value, ensure_ascii=True) if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}…({len(text):,} characters)"
 
 
 @dataclass
@@ -235,14 +333,76 @@ class Manifest:
             )
         try:
             raw = json.loads(path.read_text())
+            if not isinstance(raw, dict):
+                raise TypeError("not a JSON object")
             if raw.get("format_version") != FORMAT_VERSION:
                 raise DatasetError(
-                    f"{path}: dataset format {raw.get('format_version')} is not "
+                    f"{path}: dataset format {shown(raw.get('format_version'))} is not "
                     f"{FORMAT_VERSION}; regenerate it with this tickbench"
                 )
-            return cls(**raw)
-        except (json.JSONDecodeError, TypeError) as exc:
+            manifest = cls(**raw)
+        except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
             raise DatasetError(f"{path}: unreadable manifest ({exc}); regenerate the dataset") from exc
+        check_manifest(directory, manifest)
+        return manifest
+
+
+_ENTRY_TYPES = {"table": str, "day": str, "exchange": str, "sym": str, "path": str, "rows": int, "bytes": int,
+                "hash": str}
+
+
+def check_manifest(directory: Path, m: Manifest) -> None:
+    """Refuse a manifest whose entries are not what this tickbench writes: a partition entry
+    with a missing or mistyped field, a name :func:`name_problem` refuses, a path other than
+    :func:`partition_path` of its own (table, day, exchange, sym), any path leading outside
+    ``directory``; and parameters other than those its data determine (:func:`expected_params`),
+    which the content hash does not cover."""
+    where = directory / MANIFEST
+    fix = "the manifest was edited or written by something else: regenerate or re-import the dataset"
+    if not isinstance(m.partitions, list) or not isinstance(m.csv, dict) or not isinstance(m.params, dict):
+        raise DatasetError(f"{where}: partitions, csv or params of the wrong type; {fix}")
+    for i, e in enumerate(m.partitions):
+        bad = [k for k, t in _ENTRY_TYPES.items() if not isinstance(e, dict) or not isinstance(e.get(k), t)]
+        if bad:
+            raise DatasetError(f"{where}: partition entry {i} lacks {', '.join(bad)} (or has the wrong type); {fix}")
+        for key in ("exchange", "sym"):
+            if (problem := name_problem(e[key])) is not None:
+                raise DatasetError(f"{where}: partition entry {i} has {key} {shown(e[key])}: {problem}; "
+                                   "this tickbench refuses such names")
+        try:
+            day = dt.date.fromisoformat(e["day"])
+        except ValueError:
+            raise DatasetError(f"{where}: partition entry {i} has day {shown(e['day'])}, not a date; {fix}") from None
+        if e["table"] not in TABLES or e["path"] != partition_path(e["table"], day, e["exchange"], e["sym"]):
+            raise DatasetError(f"{where}: partition entry {i} ({shown(e['table'])}, {e['day']}, "
+                               f"{shown(e['exchange'])}, {shown(e['sym'])}) names the path {shown(e['path'])}, "
+                               f"not the layout's; {fix}")
+        inside(directory, e["path"], f"partition entry {i}'s path")
+    for table, e in m.csv.items():
+        if table not in TABLES or not isinstance(e, dict) or not isinstance(e.get("path"), str):
+            raise DatasetError(f"{where}: csv entry {shown(table)} is not one of {', '.join(TABLES)} with a path; "
+                               f"{fix}")
+        inside(directory, e["path"], f"the {table} CSV's path")
+    expected = expected_params(m)
+    if m.params != expected:
+        diff = ", ".join(f"{k} {shown(m.params.get(k))} (its data give {shown(v)})"
+                         for k, v in expected.items() if m.params.get(k) != v) or "extra keys"
+        raise DatasetError(f"{where}: parameters not those its data determine: {diff}. The content hash does "
+                           f"not cover them, so a run would claim it measured this dataset; {fix}")
+
+
+def expected_params(m: Manifest) -> dict[str, Any]:
+    """The benchmark parameters a dataset's data determine: the calendar's (SPEC §2) for a
+    generated dataset, those derived from the partitions for an imported one."""
+    if m.source == "generated":
+        return default_params()
+    if isinstance(m.source, str) and m.source.startswith("import:"):
+        from tickbench.data.importers import derive_params  # the importers build on this module
+
+        if not m.partitions:
+            raise DatasetError("an imported dataset without partitions; re-import it")
+        return derive_params(m.partitions)
+    raise DatasetError(f"dataset source {shown(m.source)}: unknown to this tickbench (generated or import:FORMAT)")
 
 
 def default_params() -> dict[str, Any]:
@@ -350,7 +510,7 @@ def generate(
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned_stages(out)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    _claim(stage)
+    claim_stage(stage)
     try:
         manifest = _generate_into(stage, scale, seed, symbols, jobs, progress, cluster)
         (stage / STAGE_OWNER).unlink()  # not part of the dataset
@@ -372,8 +532,9 @@ STAGE_OWNER = ".owner"  # in a staging directory: "host pid create_time" of the 
 STAGE_GRACE_S = 60.0  # a staging directory younger than this may not have its owner file yet
 
 
-def _claim(stage: Path) -> None:
-    """Mark ``stage`` as this process's, so that a later run can tell it from an abandoned one."""
+def claim_stage(stage: Path) -> None:
+    """Mark ``stage`` as this process's, so that a later run can tell it from an abandoned one
+    (generation and import alike)."""
     me = psutil.Process()
     (stage / STAGE_OWNER).write_text(f"{socket.gethostname()} {me.pid} {me.create_time()!r}\n")
 
@@ -397,9 +558,10 @@ def _abandoned(stage: Path) -> bool:
 
 
 def remove_abandoned_stages(out: Path) -> list[Path]:
-    """Remove the staging directories of generations into ``out`` whose process was killed.
+    """Remove the staging directories of generations (or imports) into ``out`` whose process
+    was killed.
 
-    A generation writes into ``.NAME.partial-*`` beside ``out`` and renames it at the end; a
+    A generation or an import writes into ``.NAME.partial-*`` beside ``out`` and renames it at the end; a
     kill (the kernel's OOM killer, a closed session) leaves it behind, gigabytes at SF 1. One
     whose process still runs is left alone. Returns what was removed.
     """
@@ -523,7 +685,7 @@ def _bulk_csv_task(args: tuple[str, str, list[str]]) -> tuple[str, dict[str, Any
     rel = csv_path(table)
     dest = Path(stage) / rel
     dest.parent.mkdir(parents=True, exist_ok=True)
-    pacsv.write_csv(data, dest, CSV_OPTIONS)
+    pacsv.write_csv(data, dest, csv_options(needs_quoting(data)))
     return table, {"path": rel, "rows": data.num_rows, "bytes": dest.stat().st_size}
 
 
@@ -535,7 +697,7 @@ def verify_files(directory: Path, manifest: Manifest, content: bool = False) -> 
     """Check that every file the manifest names is present with its size (and, with
     ``content``, that every partition's rows hash to the manifest's hash)."""
     for entry in [*manifest.partitions, *manifest.csv.values()]:
-        path = directory / entry["path"]
+        path = inside(directory, entry["path"])
         if not path.is_file():
             raise DatasetError(f"{directory}: missing {entry['path']} named in its manifest; "
                                "regenerate or re-import the dataset")
@@ -545,7 +707,7 @@ def verify_files(directory: Path, manifest: Manifest, content: bool = False) -> 
     if content:
         hashes = {}
         for entry in manifest.partitions:
-            t = pq.read_table(directory / entry["path"], schema=SCHEMAS[entry["table"]])
+            t = pq.read_table(inside(directory, entry["path"]), schema=SCHEMAS[entry["table"]])
             got = hash_table(t)
             if got != entry["hash"]:
                 raise DatasetError(f"{directory}: {entry['path']} does not match its manifest "
@@ -553,6 +715,13 @@ def verify_files(directory: Path, manifest: Manifest, content: bool = False) -> 
             hashes[entry["path"]] = got
         if combine_hashes(hashes) != manifest.content_hash:
             raise DatasetError(f"{directory}: content hash differs from the manifest")
+
+
+def empty_frame(table: str) -> pl.DataFrame:
+    """A frame of ``table``'s schema and no rows."""
+    frame = pl.from_arrow(SCHEMAS[table].empty_table())
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 
 @dataclass(frozen=True)
@@ -580,17 +749,18 @@ class Dataset:
         """The bulk-load day (W's input) of this dataset, from its manifest."""
         return str(self.manifest.params["bulk_day"])
 
-    def files(
+    def entries(
         self,
         table: str,
         days: Iterable[str] | None = None,
         sym: str | None = None,
         exchange: str | None = None,
-    ) -> list[Path]:
-        """The Parquet files of ``table`` for the given days, instrument and venue."""
+    ) -> list[dict[str, Any]]:
+        """The manifest's partition entries of ``table`` for the given days, instrument and venue
+        (each with its real ``exchange`` and ``sym``: go by these, never by a file's name)."""
         wanted = set(days) if days is not None else None
         return [
-            self.root / r["path"]
+            r
             for r in self.manifest.partitions
             if r["table"] == table
             and (wanted is None or r["day"] in wanted)
@@ -598,12 +768,32 @@ class Dataset:
             and (exchange is None or r["exchange"] == exchange)
         ]
 
+    def files(
+        self,
+        table: str,
+        days: Iterable[str] | None = None,
+        sym: str | None = None,
+        exchange: str | None = None,
+    ) -> list[Path]:
+        """The Parquet files of ``table`` for the given days, instrument and venue; an empty
+        list where the data has none (a book-only capture's trades, a day without data)."""
+        return [self.root / r["path"] for r in self.entries(table, days, sym, exchange)]
+
     def scan(self, table: str, days: Iterable[str] | None = None, sym: str | None = None) -> pl.LazyFrame:
-        """A lazy frame over ``table`` restricted to whole partitions (days, instrument)."""
+        """A lazy frame over ``table`` restricted to whole partitions (days, instrument); with
+        no partition there, an empty frame of the table's schema (nothing to read is no error)."""
         files = self.files(table, days, sym)
         if not files:
-            raise DatasetError(f"{self.root}: no {table} partitions for days={days} sym={sym}")
+            return empty_frame(table).lazy()
         return pl.scan_parquet([str(f) for f in files])
+
+    def read(self, table: str, days: Iterable[str] | None = None, sym: str | None = None) -> pa.Table:
+        """The rows of ``table`` over ``days`` (and instrument ``sym``) as one Arrow table, in
+        path order; an empty table of the schema where there are none."""
+        files = self.files(table, days, sym)
+        if not files:
+            return SCHEMAS[table].empty_table()
+        return pa.concat_tables([pq.read_table(f, schema=SCHEMAS[table]) for f in files])
 
     def days_between(self, first: str, last: str) -> list[str]:
         a, b = dt.date.fromisoformat(first), dt.date.fromisoformat(last)
@@ -620,4 +810,8 @@ class Dataset:
         }
 
     def csv_file(self, table: str) -> Path:
+        """The bulk-load day's CSV of ``table`` (header only when that day has none of its rows)."""
+        if table not in self.manifest.csv:
+            raise DatasetError(f"{self.root}: no {table} CSV of the bulk-load day in its manifest; "
+                               "re-import the dataset with this tickbench (it writes both tables' CSV)")
         return self.root / self.manifest.csv[table]["path"]

@@ -2,11 +2,13 @@
 
 The invariants every dataset must satisfy (generated or imported):
 
-* book: every price and size present and finite (20 levels per side), every size > 0, bids
-  strictly decreasing, asks strictly increasing, ``b1price < a1price``, rows time-ordered per
-  (exchange, sym), snapshot ``ts`` unique per (exchange, sym);
-* trades: every value present, ``amount > 0``, ``side`` in ``buy``/``sell``, rows time-ordered
-  per (exchange, sym), ``trade_id`` unique per (exchange, sym);
+* book: every price and size present and finite (20 levels per side), every size > 0, every
+  price > 0, bids strictly decreasing, asks strictly increasing, ``b1price < a1price``, rows
+  time-ordered per (exchange, sym), snapshot ``ts`` unique per (exchange, sym);
+* trades: every value present, ``price > 0``, ``amount > 0``, ``side`` in ``buy``/``sell``,
+  rows time-ordered per (exchange, sym), ``trade_id`` unique per (exchange, sym);
+* names: ``exchange`` and ``sym`` of 1 to 64 bytes of UTF-8 without control characters
+  (:func:`tickbench.data.dataset.name_problem`);
 * layout: every row lies in its partition (its day, exchange and sym).
 
 The row-local checks are Polars expressions (:func:`book_reason`, :func:`trades_reason`); the
@@ -30,7 +32,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tickbench.data.dataset import DatasetError, Manifest, combine_hashes
+from tickbench.data.dataset import MAX_NAME_BYTES, DatasetError, Manifest, combine_hashes, inside, shown
 from tickbench.data.schema import LEVELS, SCHEMAS
 
 NS_PER_DAY = 86_400 * 1_000_000_000
@@ -43,6 +45,9 @@ CROSSED = "crossed book (b1price >= a1price)"
 MISSING_VALUE = "missing or non-finite value"
 BAD_SIDE = "side not buy/sell"
 AMOUNT_NOT_POSITIVE = "amount not > 0"
+PRICE_NOT_POSITIVE = "price not > 0"
+BAD_NAME = f"exchange or sym empty, over {MAX_NAME_BYTES} bytes of UTF-8, or with a control character"
+TS_OUT_OF_RANGE = "timestamp outside int64 nanoseconds (1677-09-21 to 2262-04-11)"
 BACKWARDS = "time going backwards"
 DUPLICATE_TS = "duplicate snapshot ts"
 DUPLICATE_ID = "duplicate trade_id"
@@ -86,6 +91,16 @@ def _ask_price(i: int) -> pl.Expr:
     return pl.col(f"a{i}price")
 
 
+def bad_names() -> pl.Expr:
+    """True where ``exchange`` or ``sym`` is a name :func:`~tickbench.data.dataset.name_problem`
+    refuses (null where one is missing: that is a missing value)."""
+    return pl.any_horizontal([
+        (pl.col(c).str.len_bytes() == 0) | (pl.col(c).str.len_bytes() > MAX_NAME_BYTES)
+        | pl.col(c).str.contains(r"[\x00-\x1f\x7f-\x9f]")
+        for c in ("exchange", "sym")
+    ])
+
+
 def book_reason() -> pl.Expr:
     """The first row-local invariant a book row breaks, or null: one reason per bad row, so
     counts per reason add up to the rows dropped."""
@@ -93,12 +108,15 @@ def book_reason() -> pl.Expr:
     missing = pl.any_horizontal([(c.is_null() | ~c.is_finite()).fill_null(True) for c in levels])
     meta_missing = pl.any_horizontal([pl.col(c).is_null() for c in ("ts", "exchange", "sym")])
     sizes = pl.any_horizontal([pl.col(f"{s}{i}size") <= 0 for s in "ba" for i in range(1, LEVELS + 1)])
+    prices = pl.any_horizontal([pl.col(f"{s}{i}price") <= 0 for s in "ba" for i in range(1, LEVELS + 1)])
     bids = pl.any_horizontal([_bid_price(i + 1) >= _bid_price(i) for i in range(1, LEVELS)])
     asks = pl.any_horizontal([_ask_price(i + 1) <= _ask_price(i) for i in range(1, LEVELS)])
     return (
         pl.when(meta_missing).then(pl.lit(MISSING_VALUE))
+        .when(bad_names()).then(pl.lit(BAD_NAME))
         .when(missing).then(pl.lit(MISSING_LEVEL))
         .when(sizes).then(pl.lit(SIZE_NOT_POSITIVE))
+        .when(prices).then(pl.lit(PRICE_NOT_POSITIVE))
         .when(bids).then(pl.lit(BIDS_UNSORTED))
         .when(asks).then(pl.lit(ASKS_UNSORTED))
         .when(_bid_price(1) >= _ask_price(1)).then(pl.lit(CROSSED))
@@ -114,7 +132,9 @@ def trades_reason() -> pl.Expr:
     )
     return (
         pl.when(missing).then(pl.lit(MISSING_VALUE))
+        .when(bad_names()).then(pl.lit(BAD_NAME))
         .when(~pl.col("side").is_in(["buy", "sell"])).then(pl.lit(BAD_SIDE))
+        .when(pl.col("price") <= 0).then(pl.lit(PRICE_NOT_POSITIVE))
         .when(pl.col("amount") <= 0).then(pl.lit(AMOUNT_NOT_POSITIVE))
         .otherwise(pl.lit(None, dtype=pl.String))
     )
@@ -185,7 +205,8 @@ class Violation:
     values: dict[str, Any]
 
     def describe(self) -> str:
-        vals = ", ".join(f"{k}={v}" for k, v in self.values.items())
+        """One line, whatever the values hold: strings quoted and escaped, long ones cut."""
+        vals = ", ".join(f"{k}={shown(v) if isinstance(v, str) else v}" for k, v in self.values.items())
         return f"{self.file} row {self.row}: {self.reason} ({vals})"
 
 
@@ -200,10 +221,9 @@ def row_values(table: str, row: dict[str, Any], reason: str) -> dict[str, Any]:
     elif reason == ASKS_UNSORTED:
         i = next((i for i in range(1, LEVELS) if not row[f"a{i + 1}price"] > row[f"a{i}price"]), 1)
         keys += [f"a{i}price", f"a{i + 1}price"]
-    elif reason in (SIZE_NOT_POSITIVE, MISSING_LEVEL):
+    elif reason in (SIZE_NOT_POSITIVE, MISSING_LEVEL, PRICE_NOT_POSITIVE):
         bad = [f"{s}{i}{k}" for s in "ba" for i in range(1, LEVELS + 1) for k in ("price", "size")
-               if row[f"{s}{i}{k}"] is None or not np.isfinite(row[f"{s}{i}{k}"])
-               or (k == "size" and row[f"{s}{i}{k}"] <= 0)]
+               if row[f"{s}{i}{k}"] is None or not np.isfinite(row[f"{s}{i}{k}"]) or row[f"{s}{i}{k}"] <= 0]
         keys += bad[:4]
     else:
         keys += ["b1price", "a1price"]
@@ -241,7 +261,7 @@ def _check_partition(root: Path, entry: dict[str, Any], report: ValidationReport
     """Stream one partition file's row groups through the checks; returns the trade ids (to
     check uniqueness across days) and the partition's recomputed hash."""
     table, rel = entry["table"], entry["path"]
-    path = root / rel
+    path = inside(root, rel)
     try:
         pf = pq.ParquetFile(path)
     except (OSError, ValueError) as exc:
@@ -309,7 +329,7 @@ def validate(directory: Path, max_samples: int = DEFAULT_SAMPLES) -> ValidationR
     streams: dict[tuple[str, str], list[tuple[dict[str, Any], np.ndarray]]] = {}
     hashes: dict[str, str] = {}
     for entry in sorted(manifest.partitions, key=lambda e: (e["table"], e["exchange"], e["sym"], e["day"])):
-        if not (directory / entry["path"]).is_file():
+        if not inside(directory, entry["path"]).is_file():
             raise DatasetError(f"{directory}: missing {entry['path']} named in its manifest")
         ids, h = _check_partition(directory, entry, report)
         hashes[entry["path"]] = h

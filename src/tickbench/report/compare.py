@@ -18,13 +18,17 @@ keep a comparison of two runs of the same build on the same machine quiet while 
 slowdown (for example ``TICKBENCH_FAULTS="duckdb:slow=0.05"``, which adds 50 ms to every duckdb
 query) is flagged on every cell it touches. A cell that was ok in one run and wrong, errored or
 timed out in the other is flagged too. Cells with fewer than two samples on either side are
-shown but cannot be tested, so never flagged.
+shown but cannot be tested, so never flagged; the output says how many there are.
 
 What is refused
 ---------------
-Two runs on different datasets (content hash) are not compared at all, and neither is a cell
-whose native query text differs (``Record.query.sha256``): the error names every such cell.
-``skip_changed`` compares the other cells and lists the refused ones instead.
+Two runs on different datasets (content hash) are not compared at all, nor two runs whose
+dataset parameters (days, symbol) differ under one content hash (the hash does not cover them,
+so one run's dataset manifest was edited), and neither is a cell whose native query text
+differs (``Record.query.sha256``): the error names every such cell. ``skip_changed`` compares
+the other cells and lists the refused ones instead. When no timed cell can be tested (runs of
+one repetition) and none changed status, there is nothing to compare: refused, never "no cell
+differs".
 
 Exit status (``tickbench compare``): 0 nothing flagged, 1 at least one cell flagged,
 2 refused or unreadable input (like ``diff``: scripts can gate on "no regression").
@@ -38,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from tickbench.results import Record, Results, ResultsError, read_results
@@ -47,6 +52,9 @@ MAD_TO_SIGMA = 1.4826
 SPREAD_FACTOR = 3.0
 DEFAULT_MIN_RATIO = 1.2
 BAD = ("wrong", "error", "timeout")
+NOT_TESTED = "fewer than 2 samples: not tested"
+# The run parameters its dataset determines (the rest, the probe times, come from the run's seed).
+DATASET_PARAMS = ("day", "week", "month", "symbol", "multi_day")
 
 
 class CompareRefused(Exception):
@@ -96,6 +104,16 @@ class Comparison:
     def flagged(self) -> list[Cell]:
         return [c for c in self.cells if c.flagged]
 
+    @property
+    def timed(self) -> list[Cell]:
+        """The cells timed in both runs (SE, bytes, is not a timing)."""
+        return [c for c in self.cells if c.a and c.b and c.cell != "SE"]
+
+    @property
+    def untested(self) -> list[Cell]:
+        """Timed cells with fewer than two samples on a side: shown, but no test could run."""
+        return [c for c in self.timed if c.why == NOT_TESTED]
+
 
 def _spread(xs: list[float]) -> float:
     med = statistics.median(xs)
@@ -105,7 +123,7 @@ def _spread(xs: list[float]) -> float:
 def differs(a: list[float], b: list[float], min_ratio: float = DEFAULT_MIN_RATIO) -> tuple[bool, str]:
     """Apply the module's rule to two sample lists; (flagged, why)."""
     if len(a) < 2 or len(b) < 2:
-        return False, "fewer than 2 samples: not tested"
+        return False, NOT_TESTED
     ma, mb = statistics.median(a), statistics.median(b)
     if max(a) >= min(b) and max(b) >= min(a):
         return False, "ranges overlap"
@@ -146,6 +164,13 @@ def compare(a: Results, b: Results, min_ratio: float = DEFAULT_MIN_RATIO, skip_c
             f"the runs used different datasets: A {a.run_id} has content hash {a.dataset.content_hash}, "
             f"B {b.run_id} has {b.dataset.content_hash}; every cell differs in what it measured, nothing "
             "is compared")
+    params = [f"{k} {a.params.get(k)!r} / {b.params.get(k)!r}" for k in DATASET_PARAMS
+              if a.params.get(k) != b.params.get(k)]
+    if params:
+        raise CompareRefused(
+            f"the runs name one dataset ({a.dataset.content_hash}) but different parameters: {'; '.join(params)} "
+            f"(A {a.run_id} / B {b.run_id}). The content hash does not cover them, so one run used an edited "
+            "manifest; nothing is compared")
     changed = _changed(a, b)
     if changed and not skip_changed:
         raise CompareRefused("the native query text differs in these cells, so they measured different "
@@ -209,11 +234,16 @@ def print_comparison(c: Comparison, console: Console) -> None:
             console.print(f"engines {label}: {', '.join(names)}")
     if c.refused:
         console.print("[yellow]not compared (query text differs):[/yellow] " + "; ".join(c.refused))
+    untested = c.untested
+    if untested:
+        console.print(f"[yellow]{len(untested)} of {len(c.timed)} timed cells not tested[/yellow] (fewer than 2 "
+                      "samples on a side: run both with --repetitions 2 or more)")
     if c.flagged:
         console.print(f"[red bold]{len(c.flagged)} cell(s) differ beyond the runs' own spread:[/red bold] "
                       + ", ".join(f"{x.engine} {x.cell} ({x.why})" for x in c.flagged))
     else:
-        console.print("[green]no cell differs beyond the runs' own spread[/green]")
+        tested = len(c.timed) - len(untested)
+        console.print(f"[green]no cell differs beyond the runs' own spread[/green] ({tested} tested)")
 
 
 def main(path_a: Path, path_b: Path, console: Console, err: Console, min_ratio: float = DEFAULT_MIN_RATIO,
@@ -223,8 +253,13 @@ def main(path_a: Path, path_b: Path, console: Console, err: Console, min_ratio: 
         if min_ratio < 1:
             raise CompareRefused(f"--min-ratio {min_ratio:g}: must be at least 1")
         c = compare(read_results(path_a), read_results(path_b), min_ratio, skip_changed)
+        if not c.flagged and len(c.untested) == len(c.timed):
+            raise CompareRefused(
+                f"nothing to compare: none of the {len(c.timed)} cells timed in both runs has 2 samples on each "
+                "side (runs of --repetitions 1), so no difference could be tested; run both with --repetitions 2 "
+                "or more")
     except (ResultsError, CompareRefused) as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {escape(' '.join(str(exc).split()))}", highlight=False, soft_wrap=True)
         return 2
     print_comparison(c, console)
     return 1 if c.flagged else 0

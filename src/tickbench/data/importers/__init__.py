@@ -21,7 +21,14 @@ from typing import Any
 
 import polars as pl
 
-from tickbench.data.dataset import DatasetError, Manifest, combine_hashes
+from tickbench.data.dataset import (
+    STAGE_OWNER,
+    DatasetError,
+    Manifest,
+    claim_stage,
+    combine_hashes,
+    remove_abandoned_stages,
+)
 from tickbench.data.importers import cryptofeed, lobster, tardis
 from tickbench.data.importers.common import Chunk, Options
 from tickbench.data.importers.writer import (
@@ -176,19 +183,22 @@ def import_dataset(
     # copies: 1/160 of the limit per block keeps reading and checking near a third of the limit,
     # beside the buffered output (a quarter) and the Parquet/CSV writers' row groups
     opts = Options(sample=sample, clock=clock, trade_ids=trade_ids, block_bytes=max(limit // 160, 1 << 16),
-                   progress=progress)
+                   progress=progress, policy=policy)
     out.parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned_stages(out)  # of an import (or generation) into ``out`` that was killed
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    claim_stage(stage)
     try:
         builder = DatasetBuilder(stage, policy, limit, hint=missing_id_hint)
         for chunk in _coalesce(FORMATS[fmt](paths, opts), limit // 16):
             builder.add(chunk.table, chunk.df, chunk.source)
         entries = builder.finish()
+        builder.dropped.update(opts.dropped)  # book updates the readers dropped themselves
         params = derive_params(entries)
-        csv_info = {}
-        for table in TABLES:
-            if any(e["table"] == table and e["day"] == params["bulk_day"] for e in entries):
-                csv_info[table] = write_bulk_csv(stage, table, params["bulk_day"], entries, max(limit // 16_000, 1024))
+        # Both tables' CSV, a header alone where the bulk-load day has none of a table's rows:
+        # W loads both tables from every dataset.
+        csv_info = {table: write_bulk_csv(stage, table, params["bulk_day"], entries, max(limit // 16_000, 1024))
+                    for table in TABLES}
         manifest = Manifest(
             scale=1.0, seed=0, symbols=0, content_hash=combine_hashes({e["path"]: e["hash"] for e in entries}),
             partitions=entries, csv=csv_info, params=params, source=f"import:{fmt}", generator_version="",
@@ -201,6 +211,7 @@ def import_dataset(
             }},
         )
         (stage / "manifest.json").write_text(manifest.to_json())
+        (stage / STAGE_OWNER).unlink()  # not part of the dataset
         if out.exists():
             out.rmdir()
         os.replace(stage, out)

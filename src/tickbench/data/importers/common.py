@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import heapq
+from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,10 +19,18 @@ import pyarrow.parquet as pq
 
 from tickbench.data.dataset import DatasetError
 from tickbench.data.schema import BOOK_SCHEMA, LEVELS, TRADES_SCHEMA
+from tickbench.data.validate import MISSING_VALUE, TS_OUT_OF_RANGE
 
 NS_PER_US = 1_000
 ROW_COL = "_row"
+#: A reader's own verdict on a row (a reason, or null), for what the row checks cannot see
+#: once the value is converted: a timestamp outside int64 nanoseconds becomes null ts, and this
+#: column says why. The writer takes it before its own checks and drops it.
+BAD_COL = "_bad"
 TS = pl.Datetime("ns", "UTC")
+# int64 nanoseconds hold 1677-09-21 … 2262-04-11; a timestamp outside is refused, never wrapped.
+NS_MAX = 2**63 - 1
+US_MAX = NS_MAX // NS_PER_US
 
 # (bytes of input consumed so far in the current file, its size, rows read so far)
 ProgressFn = Callable[[str, int, int], None]
@@ -36,6 +46,8 @@ class Options:
     block_bytes: int = 8 << 20  # CSV bytes per batch
     progress: ProgressFn | None = None
     notes: dict[str, Any] = field(default_factory=dict)  # facts for the manifest
+    policy: str = "fail"  # what a reader does with a bad input row it handles itself
+    dropped: Counter[str] = field(default_factory=Counter)  # rows a reader dropped, per reason
 
     def sample_or(self, default: int) -> int:
         n = default if self.sample is None else self.sample
@@ -53,15 +65,66 @@ class Chunk:
     source: str
 
 
-def normalize_exchange(col: str = "exchange") -> pl.Expr:
+def normalize_exchange(col: str | pl.Expr = "exchange") -> pl.Expr:
     """Venue names as in generated data: upper case without separators (``binance-us`` and
     ``BINANCE_US`` both become ``BINANCEUS``)."""
-    return pl.col(col).str.to_uppercase().str.replace_all(r"[-_ ]", "")
+    expr = pl.col(col) if isinstance(col, str) else col
+    return expr.str.to_uppercase().str.replace_all(r"[-_ ]", "").alias("exchange")
+
+
+def us_in_range(us: pl.Expr) -> pl.Expr:
+    """True where µs since the epoch (integer or float) fit int64 nanoseconds."""
+    return us.is_between(-US_MAX, US_MAX)
+
+
+def us_to_ns(col: str) -> pl.Expr:
+    """Integer µs since the epoch as integer ns; null where they do not fit int64 ns (never a
+    silent wrap-around: year 1677 does not become 2262)."""
+    us = pl.col(col).cast(pl.Int64)
+    return pl.when(us_in_range(us)).then(us * NS_PER_US)
 
 
 def us_to_ts(col: str) -> pl.Expr:
-    """Integer µs since the epoch as a UTC ns timestamp."""
-    return (pl.col(col).cast(pl.Int64) * NS_PER_US).cast(TS)
+    """Integer µs since the epoch as a UTC ns timestamp; null where out of range (see
+    :func:`us_bad`)."""
+    return us_to_ns(col).cast(TS)
+
+
+def us_bad(col: str) -> pl.Expr:
+    """The :data:`BAD_COL` verdict on integer µs timestamps: out of range, or null."""
+    us = pl.col(col).cast(pl.Int64)
+    return pl.when(us.is_not_null() & ~us_in_range(us)).then(pl.lit(TS_OUT_OF_RANGE)).otherwise(
+        pl.lit(None, dtype=pl.String)).alias(BAD_COL)
+
+
+def check_ts(ts: list[Any], reasons: list[str | None], row0: int, source: str, opts: Options) -> None:
+    """Book update rows are rebuilt into snapshots, not checked row by row afterwards, so a
+    row without a usable timestamp (``ts`` None: missing, non-finite or, as ``reasons`` says,
+    out of range) is judged here: it stops the import under ``--policy fail``, naming the row,
+    and is counted and left out (:class:`L2Rebuilder` skips it) under ``drop``."""
+    bad = [i for i, t in enumerate(ts) if t is None]
+    if not bad:
+        return
+    why = [reasons[i] or MISSING_VALUE for i in bad]
+    if opts.policy == "fail":
+        raise DatasetError(f"{source} row {row0 + bad[0]}: {why[0]} (a book update's timestamp); nothing was "
+                           "written (use --policy drop to drop and count such rows)")
+    opts.dropped.update(why)
+
+
+@contextmanager
+def reading(path: Path, what: str) -> Iterator[None]:
+    """Turn what a reader or converter raises on a malformed file (a corrupt Parquet page, a
+    column of the wrong type, a value no conversion takes) into a one-line DatasetError naming
+    the file."""
+    try:
+        yield
+    except DatasetError:
+        raise
+    except (pl.exceptions.PolarsError, pa.ArrowException, OSError, ValueError, TypeError, OverflowError) as exc:
+        text = " ".join(str(exc).split())
+        raise DatasetError(f"{path}: cannot be read as {what} ({type(exc).__name__}: "
+                           f"{text[:300]}{'…' if len(text) > 300 else ''})") from exc
 
 
 def header(path: Path) -> list[str]:
@@ -110,8 +173,9 @@ def csv_batches(
             if opts.progress:
                 opts.progress(path.name, raw.pos(), raw.size)
             yield batch
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise DatasetError(f"{path}: cannot be read as this format's CSV after {rows} rows ({exc})") from exc
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(f"{path}: cannot be read as this format's CSV after {rows} rows "
+                           f"({' '.join(str(exc).split())[:300]})") from exc
     finally:
         raw.f.close()
 
@@ -120,11 +184,19 @@ def parquet_batches(path: Path, opts: Options, row_bytes: int = 64) -> Iterator[
     """Record batches of a Parquet file, about ``opts.block_bytes`` each."""
     try:
         pf = pq.ParquetFile(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise DatasetError(f"{path}: unreadable Parquet ({exc})") from exc
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(f"{path}: unreadable Parquet ({' '.join(str(exc).split())})") from exc
     done = 0
     size = path.stat().st_size
-    for batch in pf.iter_batches(batch_size=max(opts.block_bytes // row_bytes, 1024)):
+    batches = pf.iter_batches(batch_size=max(opts.block_bytes // row_bytes, 1024))
+    while True:
+        try:
+            batch = next(batches, None)
+        except (pa.ArrowException, OSError) as exc:  # a corrupt page, found when it is read
+            raise DatasetError(f"{path}: unreadable Parquet after {done} rows "
+                               f"({' '.join(str(exc).split())[:300]})") from exc
+        if batch is None:
+            return
         done += batch.num_rows
         if opts.progress:
             opts.progress(path.name, int(size * done / max(pf.metadata.num_rows, 1)), size)
@@ -237,6 +309,8 @@ class L2Rebuilder:
         """Apply one batch of update rows (columns as lists; ``row0`` = input index of the first).
         A row that cannot be applied (no side, price or amount) is an error naming the row."""
         for i in range(len(ts)):
+            if ts[i] is None:  # out of int64 ns: refused or counted by check_ts, never applied
+                continue
             key = (exchange[i], sym[i], msg[i])
             if key != self.pending:
                 self._end_message()

@@ -30,19 +30,25 @@ import pyarrow as pa
 
 from tickbench.data.dataset import DatasetError
 from tickbench.data.importers.common import (
+    BAD_COL,
+    NS_MAX,
     ROW_COL,
     TS,
+    US_MAX,
     Chunk,
     L2Rebuilder,
     Options,
     assign_sequence_ids,
+    check_ts,
     csv_batches,
     header,
     normalize_exchange,
     parquet_batches,
+    reading,
     trades_select,
     with_row_index,
 )
+from tickbench.data.validate import TS_OUT_OF_RANGE
 
 TRADE_COLS = {"exchange", "symbol", "side", "amount", "price", "id", "timestamp", "receipt_timestamp"}
 BOOK_COLS = {"exchange", "symbol", "side", "price", "size", "timestamp", "delta", "receipt_timestamp"}
@@ -78,11 +84,28 @@ def _batches(path: Path, opts: Options, types: dict[str, pa.DataType]) -> Iterat
         yield df
 
 
-def _to_ns(df: pl.DataFrame, col: str) -> pl.Series:
+_NS_PER = {"ns": 1, "us": 1_000, "ms": 1_000_000}
+
+
+def _to_ns(df: pl.DataFrame, col: str) -> tuple[pl.Series, pl.Series]:
+    """Column ``col`` (float seconds, numeric text, or a Parquet timestamp) as integer ns since
+    the epoch, and the :data:`BAD_COL` verdict: a value outside int64 ns is null ts with the
+    reason, never wrapped; a missing or non-finite one is null ts (a missing value)."""
     s = df[col]
-    if s.dtype.is_temporal():
-        return s.cast(pl.Datetime("ns")).cast(pl.Int64)
-    return ((s.cast(pl.Float64) * 1e6).round(0).cast(pl.Int64)) * 1000
+    if isinstance(s.dtype, pl.Datetime):
+        factor = _NS_PER[s.dtype.time_unit]
+        raw = s.to_physical()
+        ok = raw.is_between(-(NS_MAX // factor), NS_MAX // factor)
+        present = raw.is_not_null()
+        ns = pl.select(pl.when(ok).then(raw * factor)).to_series()
+    else:
+        us = (s.cast(pl.Float64, strict=False) * 1e6).round(0)
+        present = us.is_finite().fill_null(False)
+        ok = present & us.is_between(-US_MAX, US_MAX)
+        ns = pl.select(pl.when(ok).then(us.cast(pl.Int64, strict=False) * 1000)).to_series()
+    bad = pl.select(pl.when(present & ~ok.fill_null(False)).then(pl.lit(TS_OUT_OF_RANGE))
+                    .otherwise(pl.lit(None, dtype=pl.String))).to_series()
+    return ns.alias(col), bad.alias(BAD_COL)
 
 
 def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
@@ -91,10 +114,11 @@ def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
     clock = "timestamp" if opts.clock == "exchange" else "receipt_timestamp"
     counters: dict[tuple[str, str], int] = {}
     for path in sorted(paths, key=lambda p: (kinds[p], p.name)):
-        if kinds[path] == "trades":
-            yield from _trades(path, opts, clock, counters)
-        else:
-            yield from _book(path, opts, clock)
+        with reading(path, f"a cryptofeed {kinds[path]} file"):
+            if kinds[path] == "trades":
+                yield from _trades(path, opts, clock, counters)
+            else:
+                yield from _book(path, opts, clock)
 
 
 def _trades(path: Path, opts: Options, clock: str, counters: dict[tuple[str, str], int]) -> Iterator[Chunk]:
@@ -102,16 +126,20 @@ def _trades(path: Path, opts: Options, clock: str, counters: dict[tuple[str, str
              "price": pa.float64(), "id": pa.string(), "timestamp": pa.float64(), "receipt_timestamp": pa.float64()}
     row = 0
     for df in _batches(path, opts, types):
-        df = with_row_index(df, row).with_columns(_ts=_to_ns(df, clock))
+        ts, bad = _to_ns(df, clock)
+        df = with_row_index(df, row).with_columns(ts.alias("_ts"), bad)
         row += df.height
+        # Numbers as text (cryptofeed writes Decimals) are read as numbers; text that is no
+        # number is a missing value, reported like every bad row.
         df = df.select(
-            pl.col("_ts").cast(TS).alias("ts"), normalize_exchange().alias("exchange"), pl.col("symbol").alias("sym"),
-            "side", pl.col("price").cast(pl.Float64), pl.col("amount").cast(pl.Float64),
-            pl.col("id").cast(pl.String).cast(pl.Int64, strict=False).alias("trade_id"), ROW_COL,
+            pl.col("_ts").cast(TS).alias("ts"), normalize_exchange(pl.col("exchange").cast(pl.String)),
+            pl.col("symbol").cast(pl.String).alias("sym"), pl.col("side").cast(pl.String),
+            pl.col("price").cast(pl.Float64, strict=False), pl.col("amount").cast(pl.Float64, strict=False),
+            pl.col("id").cast(pl.String).cast(pl.Int64, strict=False).alias("trade_id"), ROW_COL, BAD_COL,
         )
         if opts.trade_ids == "sequence":
             df = assign_sequence_ids(df, counters)
-        yield Chunk("trades", df.select(trades_select()), path.name)
+        yield Chunk("trades", df.select(*trades_select(), BAD_COL), path.name)
 
 
 def _book(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
@@ -120,12 +148,15 @@ def _book(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
     rb = L2Rebuilder(opts.sample_or(BOOK_SAMPLE))
     row = 0
     for df in _batches(path, opts, types):
-        ts = _to_ns(df, clock)
-        msg = list(zip(_to_ns(df, "timestamp").to_list(), _to_ns(df, "receipt_timestamp").to_list(), strict=True))
-        ex = df.select(normalize_exchange())["exchange"]
-        rb.feed(ex.to_list(), df["symbol"].to_list(), msg, ts.to_list(),
-                (~df["delta"].cast(pl.Boolean)).to_list(), df["side"].to_list(),
-                df["price"].cast(pl.Float64).to_list(), df["size"].cast(pl.Float64).to_list(), row, path.name)
+        ts, bad = _to_ns(df, clock)
+        check_ts(ts.to_list(), bad.to_list(), row, path.name, opts)
+        msg = list(zip(_to_ns(df, "timestamp")[0].to_list(), _to_ns(df, "receipt_timestamp")[0].to_list(),
+                       strict=True))
+        ex = df.select(normalize_exchange(pl.col("exchange").cast(pl.String)))["exchange"]
+        rb.feed(ex.to_list(), df["symbol"].cast(pl.String).to_list(), msg, ts.to_list(),
+                (~df["delta"].cast(pl.Boolean)).to_list(), df["side"].cast(pl.String).to_list(),
+                df["price"].cast(pl.Float64, strict=False).to_list(),
+                df["size"].cast(pl.Float64, strict=False).to_list(), row, path.name)
         row += df.height
         yield Chunk("book", rb.take(), path.name)
     yield Chunk("book", rb.take(final=True), path.name)

@@ -29,6 +29,7 @@ in a 20+-level file is a missing level, reported like every other bad row.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -41,15 +42,19 @@ import pyarrow as pa
 
 from tickbench.data.dataset import DatasetError
 from tickbench.data.importers.common import (
+    BAD_COL,
+    NS_MAX,
     ROW_COL,
     TS,
     Chunk,
     Options,
     csv_batches,
     group_ends,
+    reading,
     trades_select,
 )
 from tickbench.data.schema import BOOK_SCHEMA, LEVELS
+from tickbench.data.validate import TS_OUT_OF_RANGE
 
 NAME = re.compile(r"^(?P<ticker>[^_]+)_(?P<day>\d{4}-\d{2}-\d{2})_(?P<start>\d+)_(?P<end>\d+)_"
                   r"(?P<kind>message|orderbook)_(?P<level>\d+)\.csv(\.gz)?$")
@@ -88,8 +93,9 @@ def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
                 f"{files['orderbook']}: LOBSTER files with {level} levels; tickbench's book has {LEVELS} levels "
                 f"per side, all present (SPEC §1), and padding would invent them. Request {LEVELS} or more "
                 "levels from LOBSTER, or pass only the message files to import the trades alone.")
-        yield from _pair(files["message"], files.get("orderbook"), m["ticker"], dt.date.fromisoformat(m["day"]),
-                         level, opts)
+        with reading(files["message"], "a LOBSTER message/orderbook pair"):
+            yield from _pair(files["message"], files.get("orderbook"), m["ticker"],
+                             dt.date.fromisoformat(m["day"]), level, opts)
 
 
 def _midnight_ns(day: dt.date) -> int:
@@ -121,9 +127,14 @@ def _pair(message: Path, orderbook: Path | None, ticker: str, day: dt.date, leve
         nxt = next(msgs, None)
         m = pl.from_arrow(cur)
         assert isinstance(m, pl.DataFrame)
+        # In float first: a time that would leave int64 ns is refused, never wrapped.
+        at = (pl.col("time") * 1e9).round(0) + base
+        fits = at.is_finite() & at.is_between(-float(NS_MAX), float(NS_MAX), closed="none")
         m = m.with_row_index(ROW_COL, offset=row).with_columns(
             pl.col(ROW_COL).cast(pl.Int64),
-            ts=((pl.col("time") * 1e9).round(0).cast(pl.Int64) + base))
+            ts=pl.when(fits).then((pl.col("time") * 1e9).round(0).cast(pl.Int64, strict=False) + base),
+            **{BAD_COL: pl.when(at.is_finite() & ~fits).then(pl.lit(TS_OUT_OF_RANGE))
+               .otherwise(pl.lit(None, dtype=pl.String))})
         row += m.height
         execs = m.filter(pl.col("type").is_in([4, 5]))
         execs = execs.with_columns(_descale(execs["price"]))
@@ -131,8 +142,8 @@ def _pair(message: Path, orderbook: Path | None, ticker: str, day: dt.date, leve
             pl.col("ts").cast(TS), pl.lit(EXCHANGE).alias("exchange"), pl.lit(ticker).alias("sym"),
             pl.when(pl.col("direction") == -1).then(pl.lit("buy")).otherwise(pl.lit("sell")).alias("side"),
             "price", pl.col("size").cast(pl.Float64).alias("amount"),
-            (pl.col(ROW_COL) + id_base).alias("trade_id"), ROW_COL,
-        ).select(trades_select()), message.name)
+            (pl.col(ROW_COL) + id_base).alias("trade_id"), ROW_COL, BAD_COL,
+        ).select(*trades_select(), BAD_COL), message.name)
         if books is not None:
             b = pending_book
             while b is None or b.height < m.height:
@@ -144,20 +155,28 @@ def _pair(message: Path, orderbook: Path | None, ticker: str, day: dt.date, leve
                 b = add if b is None else pl.concat([b, add])
             pending_book = b.slice(m.height)
             b = b.slice(0, m.height)
-            ts = m["ts"].to_numpy()
+            ts = m["ts"].fill_null(-1).to_numpy()  # a bad time (dropped or refused later) ends no group
             if sample == 1:
                 keep = np.ones(m.height, dtype=bool)
             else:
-                next_ts = None if nxt is None else round(nxt.column(0)[0].as_py() * 1e9) + base
+                next_ts = None if nxt is None else _ts_of(nxt.column(0)[0].as_py(), base)
                 ends = np.flatnonzero(group_ends(ts, next_ts))
                 keep = np.zeros(m.height, dtype=bool)
                 keep[ends[(groups + np.arange(1, len(ends) + 1)) % sample == 0]] = True
                 groups += len(ends)
-            yield Chunk("book", _book(m.select("ts", ROW_COL), b, ticker, level).filter(pl.Series(keep)),
+            yield Chunk("book", _book(m.select("ts", ROW_COL, BAD_COL), b, ticker, level).filter(pl.Series(keep)),
                         orderbook.name if orderbook else message.name)
         cur = nxt
     if books is not None and ((pending_book is not None and pending_book.height) or next(books, None) is not None):
         raise DatasetError(f"{orderbook}: more rows than its message file ({row})")
+
+
+def _ts_of(seconds: object, base: int) -> int:
+    """One message time as ns since the epoch, as the batch computes it (-1 where it has none)."""
+    if not isinstance(seconds, float | int) or not math.isfinite(seconds):
+        return -1
+    ns = round(seconds * 1e9) + base
+    return ns if -NS_MAX <= ns <= NS_MAX else -1
 
 
 def _descale(s: pl.Series) -> pl.Series:
@@ -178,4 +197,5 @@ def _book(m: pl.DataFrame, b: pl.DataFrame, ticker: str, level: int) -> pl.DataF
             cols.append(pl.when(empty).then(None).otherwise(size.cast(pl.Float64)).alias(f"{side}{i}size"))
     return pl.concat([m, b], how="horizontal").select(
         pl.col("ts").cast(TS), pl.lit(EXCHANGE).alias("exchange"), pl.lit(ticker).alias("sym"), *cols, ROW_COL,
-    ).select([*BOOK_SCHEMA.names, ROW_COL])
+        BAD_COL,
+    ).select([*BOOK_SCHEMA.names, ROW_COL, BAD_COL])

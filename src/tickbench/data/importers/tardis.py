@@ -31,15 +31,20 @@ import pyarrow as pa
 
 from tickbench.data.dataset import DatasetError
 from tickbench.data.importers.common import (
+    BAD_COL,
     ROW_COL,
     Chunk,
     L2Rebuilder,
     Options,
     assign_sequence_ids,
+    check_ts,
     csv_batches,
     header,
     normalize_exchange,
+    reading,
     trades_select,
+    us_bad,
+    us_to_ns,
     us_to_ts,
     with_row_index,
 )
@@ -84,12 +89,13 @@ def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
     counters: dict[tuple[str, str], int] = {}
     for path in sorted(paths, key=lambda p: (kinds[p], p.name)):
         k = kinds[path]
-        if k == "trades":
-            yield from _trades(path, opts, clock, counters)
-        elif k == "book_snapshot":
-            yield from _snapshots(path, opts, clock)
-        else:
-            yield from _incremental(path, opts, clock)
+        with reading(path, f"a Tardis {k} CSV"):
+            if k == "trades":
+                yield from _trades(path, opts, clock, counters)
+            elif k == "book_snapshot":
+                yield from _snapshots(path, opts, clock)
+            else:
+                yield from _incremental(path, opts, clock)
 
 
 def _trades(path: Path, opts: Options, clock: str, counters: dict[tuple[str, str], int]) -> Iterator[Chunk]:
@@ -102,10 +108,11 @@ def _trades(path: Path, opts: Options, clock: str, counters: dict[tuple[str, str
         df = df.select(
             us_to_ts(clock).alias("ts"), normalize_exchange().alias("exchange"), pl.col("symbol").alias("sym"),
             "side", "price", "amount", pl.col("id").cast(pl.Int64, strict=False).alias("trade_id"), ROW_COL,
+            us_bad(clock),
         )
         if opts.trade_ids == "sequence":
             df = assign_sequence_ids(df, counters)
-        yield Chunk("trades", df.select(trades_select()), path.name)
+        yield Chunk("trades", df.select(*trades_select(), BAD_COL), path.name)
 
 
 def _snapshots(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
@@ -123,8 +130,8 @@ def _snapshots(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
         if sample > 1:
             df = df.filter(pl.col(ROW_COL) % sample == sample - 1)
         out = df.select(us_to_ts(clock).alias("ts"), normalize_exchange().alias("exchange"),
-                        pl.col("symbol").alias("sym"), *levels, ROW_COL)
-        yield Chunk("book", out.select([*BOOK_SCHEMA.names, ROW_COL]), path.name)
+                        pl.col("symbol").alias("sym"), *levels, ROW_COL, us_bad(clock))
+        yield Chunk("book", out.select([*BOOK_SCHEMA.names, ROW_COL, BAD_COL]), path.name)
 
 
 def _incremental(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
@@ -135,9 +142,11 @@ def _incremental(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
     for batch in csv_batches(path, types, opts):
         df = pl.from_arrow(batch)
         assert isinstance(df, pl.DataFrame)
-        df = df.with_columns(normalize_exchange(), (pl.col(clock) * 1000).alias("_ts"))
+        df = df.with_columns(normalize_exchange(), us_to_ns(clock).alias("_ts"), us_bad(clock))
+        ts = df["_ts"].to_list()
+        check_ts(ts, df[BAD_COL].to_list(), row, path.name, opts)
         rb.feed(df["exchange"].to_list(), df["symbol"].to_list(), df["local_timestamp"].to_list(),
-                df["_ts"].to_list(), df["is_snapshot"].to_list(), df["side"].to_list(), df["price"].to_list(),
+                ts, df["is_snapshot"].to_list(), df["side"].to_list(), df["price"].to_list(),
                 df["amount"].to_list(), row, path.name)
         row += batch.num_rows
         yield Chunk("book", rb.take(), path.name)

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from tickbench.data.dataset import CSV_OPTIONS, DatasetError, csv_size, partition_path
+from tickbench.data.dataset import DatasetError, csv_options, csv_path, csv_size, inside, needs_quoting, partition_path
 from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.data.validate import (
     MISSING_VALUE,
@@ -41,6 +41,7 @@ from tickbench.data.validate import (
 NS_PER_DAY = 86_400 * 1_000_000_000
 POLICIES = ("fail", "drop")
 ROW_COL = "_row"
+BAD_COL = "_bad"  # a reader's own verdict on a row (see importers.common.BAD_COL)
 
 
 class ImportFailure(DatasetError):
@@ -93,13 +94,19 @@ class DatasetBuilder:
         self.rows_in: Counter[str] = Counter()
         self.buffered = 0
         self.headers = {t: _header_bytes(t) for t in TABLES}
+        self.names: dict[str, tuple[str, str]] = {}  # partition path -> its (exchange, sym)
 
     def add(self, table: str, df: pl.DataFrame, source: str) -> None:
         """Check ``df`` (SPEC columns of ``table`` plus ``_row``) and queue its kept rows."""
         if df.height == 0:
             return
         self.rows_in[table] += df.height
-        df = df.with_columns(_reason=ROW_REASON[table]())
+        reason = ROW_REASON[table]()
+        if BAD_COL in df.columns:  # the reader's verdict first: it saw the value before conversion
+            reason = pl.coalesce(pl.col(BAD_COL), reason)
+        df = df.with_columns(_reason=reason)
+        if BAD_COL in df.columns:
+            df = df.drop(BAD_COL)
         for (exchange, sym), part in df.partition_by(["exchange", "sym"], maintain_order=True, as_dict=True).items():
             key = (table, str(exchange), str(sym))
             state = self.states.setdefault(key, StreamState())
@@ -132,7 +139,10 @@ class DatasetBuilder:
                     self._close(part)
                 table, exchange, sym = key
                 rel = partition_path(table, day, exchange, sym)
-                part = _Partition(table, day, exchange, sym, self.stage / rel)
+                if self.names.setdefault(rel, (exchange, sym)) != (exchange, sym):
+                    raise DatasetError(f"{rel}: the names ({exchange!r}, {sym!r}) and {self.names[rel]!r} map to "
+                                       "one file name (a 64-bit hash collision); rename one of them in the input")
+                part = _Partition(table, day, exchange, sym, inside(self.stage, rel))
                 if part.path.exists():
                     raise DatasetError(f"{rel}: rows of this partition arrive twice (input files of one "
                                        "stream overlap in time or are not in time order)")
@@ -197,17 +207,21 @@ def missing_id_hint(v: Violation) -> str:
 def write_bulk_csv(stage: Path, table: str, day: str, entries: list[dict[str, Any]], batch_rows: int) -> dict[str, Any]:
     """The bulk-load day of ``table`` as one CSV in time order, merged from its partitions a
     batch at a time (the same rows and order as a stable sort of the partitions concatenated in
-    path order, as ``generate`` writes it, without holding the day in memory)."""
-    rel = f"csv/{table}_{day}.csv"
-    dest = stage / rel
+    path order, as ``generate`` writes it, without holding the day in memory); the header
+    alone when the day has none of ``table``'s rows (a book-only capture's trades)."""
+    rel = csv_path(table, dt.date.fromisoformat(day))
+    dest = inside(stage, rel)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    files = [stage / e["path"] for e in entries if e["table"] == table and e["day"] == day]
+    day_entries = [e for e in entries if e["table"] == table and e["day"] == day]
+    files = [inside(stage, e["path"]) for e in day_entries]
     iters = [_row_groups(f, max(batch_rows // max(len(files), 1), 1024)) for f in files]
     bufs: list[pa.Table | None] = [None] * len(files)
     done = [False] * len(files)
     schema = SCHEMAS[table]
     rows = 0
-    with pacsv.CSVWriter(dest, schema, write_options=CSV_OPTIONS) as out:
+    # Quoted fields only where a name needs them (a comma, a quote): otherwise the CSV is as ever.
+    quoted = needs_quoting(n for e in day_entries for n in (e["exchange"], e["sym"]))
+    with pacsv.CSVWriter(dest, schema, write_options=csv_options(quoted)) as out:
 
         def refill(i: int) -> None:
             nxt = next(iters[i], None)

@@ -30,7 +30,9 @@ def normalize(answer: pl.DataFrame, like: pl.DataFrame) -> pl.DataFrame:
 
     Engines return timestamps in their own unit and zone (naive ones are UTC by tickbench's
     convention), dates for day buckets, decimals or integers for sums: these are
-    representations, not differences, so they are unified before comparing.
+    representations, not differences, so they are unified before comparing. An answer with no
+    rows (nothing to read: a book-only capture's trades) takes the reference's types: an engine
+    that builds columns from the values it receives (InfluxDB's JSON) has none to go by.
     """
     casts = []
     for name, col in zip(answer.columns, answer.get_columns(), strict=True):
@@ -38,7 +40,9 @@ def normalize(answer: pl.DataFrame, like: pl.DataFrame) -> pl.DataFrame:
         if target is None:
             casts.append(col)
             continue
-        if target == TS:
+        if col.len() == 0:
+            col = pl.Series(name, [], dtype=target)
+        elif target == TS:
             if isinstance(col.dtype, pl.Datetime):
                 col = col.dt.replace_time_zone("UTC") if col.dtype.time_zone is None else col
                 col = col.dt.convert_time_zone("UTC").dt.cast_time_unit("ns")

@@ -779,6 +779,21 @@ class Dataset:
         list where the data has none (a book-only capture's trades, a day without data)."""
         return [self.root / r["path"] for r in self.entries(table, days, sym, exchange)]
 
+    def input_files(self, table: str, days: Iterable[str] | None, scratch: Path) -> list[Path]:
+        """:meth:`files` for a reader that needs at least one file (DuckDB's ``read_parquet``,
+        ClickHouse's ``file()``, a ``CREATE TABLE AS``): where the data has none (a book-only
+        capture's trades, a day without data), one Parquet file of the table's schema and no
+        rows, written once under ``scratch`` (the engine's own directory), so the load makes
+        an empty table of the right types instead of failing."""
+        files = self.files(table, days)
+        if files:
+            return files
+        empty = scratch / f"empty-{table}.parquet"
+        if not empty.is_file():
+            scratch.mkdir(parents=True, exist_ok=True)
+            pq.write_table(SCHEMAS[table].empty_table(), empty)
+        return [empty]
+
     def scan(self, table: str, days: Iterable[str] | None = None, sym: str | None = None) -> pl.LazyFrame:
         """A lazy frame over ``table`` restricted to whole partitions (days, instrument); with
         no partition there, an empty frame of the table's schema (nothing to read is no error)."""

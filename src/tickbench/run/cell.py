@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tickbench.data.dataset import Dataset
+from tickbench.data.dataset import Dataset, DatasetError
 from tickbench.engines.base import Engine, EngineInfo
 from tickbench.params import QueryParams
 from tickbench.reference import ReferenceAnswers
@@ -25,7 +25,9 @@ from tickbench.results import Record
 from tickbench.run.worker import CellTimeout, EngineError, EngineProcess, MemoryBudgetExceeded, WorkerDied
 from tickbench.suites.base import Options, Suite
 
-FAILURES = (CellTimeout, WorkerDied, EngineError)
+# DatasetError: the reference answer of a cell could not be read from the dataset. It is that
+# cell's failure, recorded like an engine's, never the end of the run for the engines after it.
+FAILURES = (CellTimeout, WorkerDied, EngineError, DatasetError)
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,8 @@ class Worker:
         if isinstance(exc, WorkerDied):
             self.recover()
             return "error", f"engine crashed: {exc}"
+        if isinstance(exc, DatasetError):  # raised in this process, not the engine's: it runs on
+            return "error", f"the reference answer could not be computed from the dataset: {exc}"
         if self.proc.servers_alive():
             return "error", str(exc)
         self.recover()

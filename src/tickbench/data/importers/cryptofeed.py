@@ -99,8 +99,9 @@ def _to_ns(df: pl.DataFrame, col: str) -> tuple[pl.Series, pl.Series]:
         present = raw.is_not_null()
         ns = pl.select(pl.when(ok).then(raw * factor)).to_series()
     else:
-        us = (s.cast(pl.Float64, strict=False) * 1e6).round(0)
-        present = us.is_finite().fill_null(False)
+        seconds = s.cast(pl.Float64, strict=False)
+        us = (seconds * 1e6).round(0)
+        present = seconds.is_finite().fill_null(False)  # 1e305 s is out of range, not missing
         ok = present & us.is_between(-US_MAX, US_MAX)
         ns = pl.select(pl.when(ok).then(us.cast(pl.Int64, strict=False) * 1000)).to_series()
     bad = pl.select(pl.when(present & ~ok.fill_null(False)).then(pl.lit(TS_OUT_OF_RANGE))

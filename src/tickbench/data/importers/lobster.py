@@ -133,7 +133,7 @@ def _pair(message: Path, orderbook: Path | None, ticker: str, day: dt.date, leve
         m = m.with_row_index(ROW_COL, offset=row).with_columns(
             pl.col(ROW_COL).cast(pl.Int64),
             ts=pl.when(fits).then((pl.col("time") * 1e9).round(0).cast(pl.Int64, strict=False) + base),
-            **{BAD_COL: pl.when(at.is_finite() & ~fits).then(pl.lit(TS_OUT_OF_RANGE))
+            **{BAD_COL: pl.when(pl.col("time").is_finite() & ~fits).then(pl.lit(TS_OUT_OF_RANGE))
                .otherwise(pl.lit(None, dtype=pl.String))})
         row += m.height
         execs = m.filter(pl.col("type").is_in([4, 5]))

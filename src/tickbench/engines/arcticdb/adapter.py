@@ -33,7 +33,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from arcticdb.version_store.library import Library
 
-from tickbench.data.dataset import Dataset
+from tickbench.data.dataset import Dataset, empty_frame
 from tickbench.data.schema import SCHEMAS
 from tickbench.engines.arcticdb.ingest import PRUNE, FramesTarget, IngestStore, Writer
 from tickbench.engines.arcticdb.layout import LIBRARY, SORT_KEYS, TABLES, VENUES, Store, symbol_name
@@ -181,14 +181,18 @@ class Adapter(Engine):
 
     def _write_days(self, lib: Library, days: list[str]) -> list[str]:
         """Write ``days`` of both tables from the dataset's Parquet, one day at a time per
-        instrument (all venues merged into time order); return the symbols written."""
+        instrument (all venues merged into time order); return the symbols written. An
+        instrument with rows in one table only (a book-only capture) gets an empty symbol of
+        the other table's columns, so its queries read no rows instead of a missing symbol."""
         written = []
+        every = sorted({e["sym"] for t in TABLES for e in self.dataset.entries(t, days)})
         for table in TABLES:
-            syms = sorted({p.stem.split("__")[1] for p in self.dataset.files(table, days)})
-            for sym in syms:
+            for sym in every:
                 chunks = (pl.read_parquet([str(f) for f in files]).sort(SORT_KEYS[table])
                           for day in days if (files := self.dataset.files(table, [day], sym)))
-                write_symbol(lib, symbol_name(table, sym), chunks)
+                if not write_symbol(lib, symbol_name(table, sym), chunks):
+                    lib.write(symbol_name(table, sym), to_pandas(empty_frame(table)),
+                              metadata={VENUES: {}} if table == "book" else None, prune_previous_versions=True)
                 written.append(symbol_name(table, sym))
         return written
 
@@ -220,7 +224,7 @@ class Adapter(Engine):
             path = self.dataset.csv_file(table)
             opts = pacsv.ConvertOptions(column_types=SCHEMAS[table])
             return pacsv.read_csv(path, convert_options=opts), path.stat().st_size
-        files = self.dataset.files(table, [self.dataset.bulk_day])
+        files = self.dataset.input_files(table, [self.dataset.bulk_day], self.workdir)
         return pa.concat_tables(pq.read_table(f) for f in files), sum(f.stat().st_size for f in files)
 
     def _fresh(self, scratch: Path, name: str) -> tuple[Path, adb.Arctic, Library]:

@@ -26,7 +26,7 @@ from arcticdb import DataError, ReadRequest
 from arcticdb.version_store.library import Library
 
 from tickbench.data.schema import SCHEMAS, TS_TYPE
-from tickbench.engines.arcticdb.layout import SORT_KEYS, TABLES, symbol_name
+from tickbench.engines.arcticdb.layout import SORT_KEYS, TABLES, split_symbol, symbol_name
 from tickbench.engines.base import IngestClient, StreamSender, StreamTarget
 
 INGEST_LIBRARY = "tickbench_ingest"
@@ -95,7 +95,7 @@ class IngestStore:
         self._by_table: dict[str, dict[str, str]] = {t: {} for t in TABLES}
         if reopened:  # a new store has no symbols; list_symbols would only cost a journal compaction
             for name in lib.list_symbols():
-                table, _, sym = name.partition(".")
+                table, sym = split_symbol(name)
                 if table in self._by_table:
                     self._by_table[table][sym] = name
 

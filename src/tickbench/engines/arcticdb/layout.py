@@ -1,7 +1,8 @@
 """How tickbench lays its data out in ArcticDB, and the handle its query files receive.
 
 One library, ``tickbench``; one symbol per (table, instrument), named ``<table>.<sym>``
-(``book.BTC-USD``), indexed by ``ts`` (naive datetime64[ns], UTC by convention), holding all
+(``book.BTC-USD``; :func:`symbol_name` encodes an instrument name ArcticDB's symbol keys cannot
+hold), indexed by ``ts`` (naive datetime64[ns], UTC by convention), holding all
 venues' rows in time order with the SPEC's columns, and the venues of each day as its
 metadata. Trades are ordered by ``(ts, trade_id)``, so
 a resample's ``last`` is the trade with the highest id on a tie; book rows by ``(ts, exchange)``.
@@ -9,6 +10,8 @@ a resample's ``last`` is the trade with the highest id on a tie; book rows by ``
 
 from __future__ import annotations
 
+import base64
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,9 +29,29 @@ VENUES = "venues_by_day"
 SORT_KEYS = {"trades": ["ts", "trade_id"], "book": ["ts", "exchange"]}
 
 
+# ArcticDB's symbol keys hold printable ASCII only, not all of it (it refuses ``*``, ``<`` …), and
+# fewer than 255 bytes; names of these characters are kept as they are.
+_PLAIN_SYM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
+_ENCODED = "~"
+
+
 def symbol_name(table: str, sym: str) -> str:
-    """The ArcticDB symbol of one (table, instrument)."""
-    return f"{table}.{sym}"
+    """The ArcticDB symbol of one (table, instrument): ``<table>.<sym>`` for a plain instrument
+    name (``book.BTC-USD``), else ``<table>.~`` and the name's UTF-8 in lowercase base32
+    without padding (``book.€`` → ``book.~4kbky``); at most 110 characters for the 64-byte
+    names a dataset holds."""
+    if _PLAIN_SYM.fullmatch(sym):
+        return f"{table}.{sym}"
+    return f"{table}.{_ENCODED}{base64.b32encode(sym.encode()).decode().rstrip('=').lower()}"
+
+
+def split_symbol(name: str) -> tuple[str, str]:
+    """(table, instrument) of a symbol :func:`symbol_name` made."""
+    table, _, sym = name.partition(".")
+    if sym.startswith(_ENCODED):
+        text = sym[1:].upper()
+        sym = base64.b32decode(text + "=" * (-len(text) % 8)).decode()
+    return table, sym
 
 
 @dataclass
@@ -42,7 +65,7 @@ class Store:
     def open(cls, lib: Library) -> Store:
         by_table: dict[str, dict[str, str]] = {t: {} for t in TABLES}
         for name in sorted(lib.list_symbols()):
-            table, _, sym = name.partition(".")
+            table, sym = split_symbol(name)
             if table in by_table:
                 by_table[table][sym] = name
         return cls(lib, by_table)

@@ -319,7 +319,7 @@ class Adapter(Engine):
             self._sql(DROP_TABLE, {"db": DB, "table": table})
         self._sql(SCHEMA, {"db": DB})
         for table in TABLES:
-            self._insert(DB, table, "parquet", self.dataset.files(table, days))
+            self._insert(DB, table, "parquet", self.dataset.input_files(table, days, self.workdir))
         return self._rows(DB)
 
     def run_query(self, qid: str) -> pa.Table:
@@ -367,7 +367,7 @@ class Adapter(Engine):
             raise ValueError(f"unknown bulk-load format {fmt!r}")
         if fmt == "csv":
             return [self.dataset.csv_file(table)]
-        return self.dataset.files(table, [self.dataset.bulk_day])
+        return self.dataset.input_files(table, [self.dataset.bulk_day], self.workdir)
 
     def _figures(self, db: str, nbytes: int) -> LoadFigures:
         disk, parts = self._scalars(DB_PARTS, {"db": db})
@@ -400,7 +400,13 @@ class Adapter(Engine):
         nbytes = 0
         for table in TABLES:
             args = {"db": db, "table": table, "path": file_glob(files[table]), "fmt": FORMATS[fmt]}
-            self._sql(BASELINE_CREATE, args)
+            create = args
+            if fmt == "csv" and not self.dataset.manifest.csv[table]["rows"]:
+                # A header-only CSV gives ClickHouse no row to infer types from: the empty
+                # Parquet file of the schema shapes the table instead.
+                empty = self.dataset.input_files(table, [], self.workdir)
+                create = {**args, "path": file_glob(empty), "fmt": FORMATS["parquet"]}
+            self._sql(BASELINE_CREATE, create)
             self._sql(SET_FSYNC, {"db": db, "table": table, "on": 1})
             self._sql(INSERT, args)
             nbytes += sum(f.stat().st_size for f in files[table])

@@ -150,7 +150,7 @@ class Adapter(Engine):
         return self.con
 
     def _insert_parquet(self, con: duckdb.DuckDBPyConnection, table: str, days: list[str]) -> None:
-        files = [str(f) for f in self.dataset.files(table, days)]
+        files = [str(f) for f in self.dataset.input_files(table, days, self.workdir)]
         # Sorted by (sym, exchange, ts) so row-group zone maps prune by instrument and time.
         con.execute(
             f"INSERT INTO {table} SELECT * FROM read_parquet($files) ORDER BY {SORT_KEY}",
@@ -203,7 +203,7 @@ class Adapter(Engine):
                     con.execute(f"INSERT INTO {table} SELECT * FROM read_csv($path, header = true, "
                                 f"columns = {_columns(con, table)}) ORDER BY {SORT_KEY}", {"path": str(path)})
                 else:
-                    files = self.dataset.files(table, [self.dataset.bulk_day])
+                    files = self.dataset.input_files(table, [self.dataset.bulk_day], scratch)
                     nbytes += sum(f.stat().st_size for f in files)
                     con.execute(f"INSERT INTO {table} SELECT * FROM read_parquet($files) ORDER BY {SORT_KEY}",
                                 {"files": [str(f) for f in files]})
@@ -224,7 +224,7 @@ class Adapter(Engine):
                     nbytes += path.stat().st_size
                     con.execute(f"CREATE TABLE {table} AS FROM read_csv('{path}')")
                 else:
-                    files = self.dataset.files(table, [self.dataset.bulk_day])
+                    files = self.dataset.input_files(table, [self.dataset.bulk_day], scratch)
                     nbytes += sum(f.stat().st_size for f in files)
                     con.execute(f"CREATE TABLE {table} AS FROM read_parquet($files)",
                                 {"files": [str(f) for f in files]})

@@ -437,10 +437,12 @@ class Adapter(ServerEngine):
         if self.endpoint is not None:
             # Why: SE measures files on disk, and an external server's files are not ours to read.
             raise RuntimeError("SE measures InfluxDB's files on disk; an external endpoint's are not visible here")
-        month = set(self.params.days("month"))
+        # The days with data: a day without any (an outage in a capture) has no shard.
+        month = {e["day"] for t in TABLES for e in self.dataset.entries(t, self.params.days("month"))}
         shards_in = [(rp, str(i)) for i, rp, start in self._shards(DB) if start[:10] in month]
         if len(shards_in) != len(month):
-            raise RuntimeError(f"SE: {len(shards_in)} of the period's {len(month)} daily shards found in {DB}")
+            raise RuntimeError(f"SE: {len(shards_in)} of the period's {len(month)} daily shards with data "
+                               f"found in {DB}")
         shard_dirs = [self.root / area / DB / rp / i for rp, i in shards_in for area in ("data", "wal")]
         series = self.root / "data" / DB / "_series"
         shards, series_bytes = sum(du(d) for d in shard_dirs), du(series)

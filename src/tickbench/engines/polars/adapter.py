@@ -35,7 +35,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from tickbench.data.dataset import Dataset
+from tickbench.data.dataset import Dataset, empty_frame
 from tickbench.engines.base import Engine
 from tickbench.params import QueryParams
 
@@ -105,8 +105,10 @@ class Store:
         ``sym`` and ``exchange`` columns if ``labels``; in time order when one frame is read,
         else sorted by ts after the concatenation."""
         slices = [(s, e, self.slice(table, s, e, start, end)) for s, e in self.keys(table, sym)]
-        if not slices:
-            raise KeyError(f"Polars store: no {table} frames for sym={sym}")
+        if not slices:  # nothing of this table for sym (a book-only capture's trades): no rows
+            empty = held_empty(table)
+            return (empty.with_columns(sym=pl.lit(None, pl.String), exchange=pl.lit(None, pl.String))
+                    if labels else empty).lazy()
         parts = [df.with_columns(sym=pl.lit(s), exchange=pl.lit(e)) if labels else df
                  for s, e, df in slices if df.height] or [slices[0][2]]
         if len(parts) == 1:
@@ -124,6 +126,14 @@ class Store:
         # gather copies the row; a slice would be a view of the whole frame's buffers, and an
         # answer holding it would carry them (GBs at SF 1) when it is sent to the runner
         return self.frames[key][[i]]
+
+
+def held_empty(name: str) -> pl.DataFrame:
+    """A frame of the held table ``name`` (:data:`HOLD`) with no rows, typed as :meth:`Adapter.load`
+    holds it."""
+    hold = HOLD[name]
+    frame = empty_frame(hold.source).select("ts", *hold.columns)
+    return frame.with_columns(pl.col("side").cast(pl.Categorical)) if "side" in frame.columns else frame
 
 
 def bindings(raw: dict[str, Any]) -> dict[str, Any]:

@@ -411,8 +411,8 @@ class Adapter(ServerEngine):
     def _parquet_source(self, table: str, days: list[str]) -> Callable[[], Iterator[bytes]]:
         """Binary COPY data of ``table``'s Parquet files for ``days``, in (sym, exchange, ts)
         order: the files are (day, exchange, sym) partitions in time order."""
-        files = sorted(self.dataset.files(table, days),
-                       key=lambda f: (*reversed(f.stem.split("__")), f.parent.name))
+        entries = sorted(self.dataset.entries(table, days), key=lambda e: (e["sym"], e["exchange"], e["day"]))
+        files = [self.dataset.root / e["path"] for e in entries]
 
         def chunks() -> Iterator[bytes]:
             yield pgcopy.HEADER
@@ -548,7 +548,7 @@ class Adapter(ServerEngine):
             scratch.mkdir(parents=True, exist_ok=True)
             paths, nbytes = {}, 0
             for t in TABLES:
-                files = self.dataset.files(t, [self.dataset.bulk_day])
+                files = self.dataset.input_files(t, [self.dataset.bulk_day], scratch)
                 nbytes += sum(f.stat().st_size for f in files)
                 paths[t] = scratch / f"{t}.csv"
                 pacsv.write_csv(pq.read_table(files, schema=SCHEMAS[t]), paths[t])

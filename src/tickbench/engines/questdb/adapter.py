@@ -477,7 +477,10 @@ class Adapter(ServerEngine):
                 # /imp creates the table (WAL, by day) with schema.sql's column types; cheaper
                 # than a CREATE TABLE beforehand. atomicity=abort: a row that does not parse
                 # fails the load instead of being skipped.
-                self._imp(name, path, imp_schema(table), {"atomicity": "abort"})
+                if self.dataset.manifest.csv[table]["rows"]:
+                    self._imp(name, path, imp_schema(table), {"atomicity": "abort"})
+                else:  # /imp refuses a header alone ("not enough lines"): the empty table
+                    self._create(table, name)
             return self._figures(names, nbytes, "REST /imp with schema.sql's column types")
         if fmt != "parquet":
             raise ValueError(f"unknown format {fmt!r}")
@@ -506,7 +509,7 @@ class Adapter(ServerEngine):
         shutil.rmtree(stage, ignore_errors=True)
         stage.mkdir(parents=True)
         rels, size = [], 0
-        for i, f in enumerate(self.dataset.files(table, [self.dataset.bulk_day])):
+        for i, f in enumerate(self.dataset.input_files(table, [self.dataset.bulk_day], self.workdir)):
             size += f.stat().st_size
             copy = stage / f"{i}.parquet"
             shutil.copyfile(f, copy)
@@ -527,7 +530,10 @@ class Adapter(ServerEngine):
             for table, name in names.items():
                 path = self.dataset.csv_file(table)
                 nbytes += path.stat().st_size
-                self._imp(name, path, [{"name": "ts", "type": "TIMESTAMP_NS", "pattern": TS_PATTERN}])
+                if self.dataset.manifest.csv[table]["rows"]:
+                    self._imp(name, path, [{"name": "ts", "type": "TIMESTAMP_NS", "pattern": TS_PATTERN}])
+                else:  # /imp refuses a header alone ("not enough lines"), and infers no types from it
+                    self._create(table, name)
             return self._figures(names, nbytes, "REST /imp, table created by QuestDB")
         if fmt != "parquet":
             raise ValueError(f"unknown format {fmt!r}")

@@ -23,4 +23,7 @@ def query(store: Store, params: dict[str, Any]) -> pl.DataFrame:
         for (sym, side), f in zip(labels, store.read_batch(requests), strict=True)
         if f.height
     ]
+    if not parts:  # no trades in range at all (a book-only capture): the empty answer
+        return pl.DataFrame(schema={"sym": pl.String, "side": pl.String, "day": pl.Datetime("ns"),
+                                     "volume": pl.Float64})
     return pl.concat(parts).sort("sym", "side", "day")

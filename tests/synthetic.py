@@ -11,12 +11,13 @@ from pathlib import Path
 
 from tickbench.results import Record, Results, Stats
 from tickbench.run.cell import Protocol
-from tickbench.run.session import RunConfig, run
+from tickbench.run.session import run
+from tickbench.suites.registry import run_config
 
 
 def real_run(data: Path, out: Path, seed: int, repetitions: int = 2) -> Results:
     """A real duckdb run of the published suite on ``data`` (W loaded once per path)."""
-    return run(RunConfig(engines=["duckdb"], data=data, out=out, seed=seed,
+    return run(run_config(engines=["duckdb"], data=data, out=out, seed=seed,
                          protocol=Protocol(repetitions=repetitions, load_repetitions=1)))
 
 

@@ -1,7 +1,7 @@
 """``tickbench compare``: the flagging rule, refusals, exit codes, and a deliberately slowed engine.
 
 The slowed engine comes from the runner's test-only fault hook,
-``TICKBENCH_FAULTS="duckdb:slow=<seconds>"`` (:func:`tickbench.run.worker.faults`), which adds
+``TICKBENCH_FAULTS="duckdb:slow=<seconds>"`` (:func:`tickbench.run.faults.faults`), which adds
 the delay inside the timed interval of every duckdb query. "Same build, same seed → nothing
 flagged" is tested on runs derived from one real run (same samples reordered, or drifted within
 the ratio floor): two real runs on a shared machine can differ by several × when other work

@@ -17,9 +17,9 @@ from tickbench.engines.registry import availability, engine_infos
 from tickbench.params import query_params
 from tickbench.results import read_results
 from tickbench.run.cell import Protocol
-from tickbench.run.session import RunConfig, run
+from tickbench.run.session import run
 from tickbench.suites.published import BY_ID, QUERIES, QUERY_IDS
-from tickbench.suites.registry import suites
+from tickbench.suites.registry import run_config, suites
 
 # Engines that report their own (server-side) time of each query and state W's durability.
 SERVER_TIME = {"postgres", "timescaledb", "questdb", "influxdb", "chdb"}
@@ -46,7 +46,7 @@ def test_published_suite_verifies(engine: str, tiny: Dataset, tmp_path: Path) ->
         pytest.skip(f"{engine} not available here: {avail.reason}")
     info = engine_infos()[engine]
     out = tmp_path / "run"
-    cfg = RunConfig(engines=[engine], data=tiny.root, out=out, seed=TINY_SEED,
+    cfg = run_config(engines=[engine], data=tiny.root, out=out, seed=TINY_SEED,
                     protocol=Protocol(repetitions=2, timeout_s=120, save_answers=out / "answers"))
     run(cfg)
     results = read_results(out / "results.json")  # also validates the schema

@@ -24,10 +24,9 @@ from tickbench.data.dataset import Dataset
 from tickbench.report import html, markdown
 from tickbench.report import widgets as beyond_html
 from tickbench.report.sections import markdown as render_beyond
-from tickbench.results import Dataset as DatasetInfo
-from tickbench.results import Environment, Record, Results, Status
-from tickbench.run.session import suite_options
+from tickbench.results import DatasetInfo, Environment, Record, Results, Status
 from tickbench.suites.durability.report import render_durability
+from tickbench.suites.registry import suite_options
 
 HOSTILE = "<b>not html</b> & | pipe"
 SUITE_CHARTS = {
@@ -64,8 +63,8 @@ def _tick(engine: str, mode: str = "single", status: Status = "ok", reason: str 
     if status == "ok":
         figures |= {"write_s_mean": 1.0, "write_s_std": 0.1, "read_s_mean": 0.1, "read_s_std": 0.0,
                     "events_per_s": 1000.0, "latency": _summary(1000, 800)}
-    return Record(engine=engine, benchmark=f"tick-latency/X=2,Y=500/{mode}", category="tick-latency",
-                  status=status, reason=reason, figures=figures)
+    return Record(engine=engine, benchmark=f"tick-latency/X=2,Y=500/{mode}", suite="tick-latency",
+                  category="tick-latency", status=status, reason=reason, figures=figures)
 
 
 def _stream(engine: str, rate: str, status: Status = "ok", reason: str = "") -> Record:
@@ -74,15 +73,16 @@ def _stream(engine: str, rate: str, status: Status = "ok", reason: str = "") -> 
         figures |= {"written": 4000, "throughput": 1990.0, "latency": _summary(4000, 15_000),
                     "service": _summary(4000, 5_000, 2), "visibility": _summary(3000, 3_000, 3),
                     "snapshot_during": _summary(20, 3_000, 4), "snapshot_after": {"count": 0, "hdr": ""}}
-    return Record(engine=engine, benchmark=f"stream/rate={rate}/writers=1", category="stream", status=status,
-                  reason=reason, figures=figures)
+    return Record(engine=engine, benchmark=f"stream/rate={rate}/writers=1", suite="stream", category="stream",
+                  status=status, reason=reason, figures=figures)
 
 
 def _concurrency(engine: str, clients: int, status: Status = "ok", reason: str = "") -> Record:
     figures: dict[str, Any] = {"clients": clients, "model": "threads"}
     if status == "ok":
         figures |= {"qps": 100.0 * clients ** 0.5, "latency": _summary(500, 5_000 * clients, clients)}
-    return Record(engine=engine, benchmark=f"concurrency/clients={clients}", category="concurrency", status=status,
+    return Record(engine=engine, benchmark=f"concurrency/clients={clients}", suite="concurrency",
+                  category="concurrency", status=status,
                   reason=reason, figures=figures)
 
 
@@ -92,8 +92,8 @@ def _scaling(engine: str, qid: str, status: Status = "ok", reason: str = "") -> 
         points = [{"scale": s, "span": span, "rows_read": rows, "median_ms": rows ** 0.5 / 10}
                   for s, span, rows in ((0.01, "day", 5000), (0.01, "week", 40_000), (0.02, "day", 10_000))]
         figures = {"points": points, "slope": 0.5}
-    return Record(engine=engine, benchmark=f"scaling/{qid}", category="scaling", status=status, reason=reason,
-                  figures=figures)
+    return Record(engine=engine, benchmark=f"scaling/{qid}", suite="scaling", category="scaling", status=status,
+                  reason=reason, figures=figures)
 
 
 def _charts(page: str) -> dict[str, Any]:
@@ -182,8 +182,8 @@ def test_suite_without_an_ok_cell_has_its_table_and_no_chart() -> None:
 
 
 def test_page_without_beyond_records_has_no_section() -> None:
-    page = html.render(_results([Record(engine="duckdb", benchmark="T-V1", category="read", status="unsupported",
-                                        reason="x")]))
+    page = html.render(_results([Record(engine="duckdb", benchmark="T-V1", suite="published", category="read",
+                                        status="unsupported", reason="x")]))
     assert 'id="beyond"' not in page and '<a href="#beyond">' not in page
 
 
@@ -207,7 +207,8 @@ def test_markdown_keeps_its_tables() -> None:
 
 
 def test_durability_is_converted_to_html() -> None:
-    rec = Record(engine="duckdb", benchmark="durability/wal-sync", category="durability", status="ok",
+    rec = Record(engine="duckdb", benchmark="durability/wal-sync", suite="durability", category="durability",
+                 status="ok",
                  figures={"setting": "wal-sync", "durable": True, "killed": "after 1.2 s (seeded)",
                           "acknowledged": 1200, "lost": 3, "changed": 0, "unacknowledged_present": 1,
                           "recovery_s": 0.42, "throughput": 800.0, "latency": _summary(100, 1000),

@@ -19,8 +19,9 @@ from tickbench.params import QueryParams
 from tickbench.results import Results
 from tickbench.run.cell import Protocol
 from tickbench.run.faults import FAULTS_ENV
-from tickbench.run.session import RunConfig, run
+from tickbench.run.session import run
 from tickbench.suites.published import QUERY_IDS
+from tickbench.suites.registry import run_config
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -34,7 +35,7 @@ def _postgres_installed() -> None:
 
 
 def _run(tiny: Dataset, server_tmp: Path, engines: list[str]) -> Results:
-    return run(RunConfig(engines=engines, data=tiny.root, out=server_tmp / "r", seed=7,
+    return run(run_config(engines=engines, data=tiny.root, out=server_tmp / "r", seed=7,
                          protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
                          verify_dataset=False))
 

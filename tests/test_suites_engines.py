@@ -13,8 +13,9 @@ from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.registry import adapter_class
 from tickbench.results import Results
 from tickbench.run.cell import Protocol
-from tickbench.run.session import RunConfig, run, suite_options
+from tickbench.run.session import run
 from tickbench.suites.published import QUERY_IDS
+from tickbench.suites.registry import run_config, suite_options
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
@@ -34,7 +35,7 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 
 def _run(tiny: Dataset, server_tmp: Path, engine: str, suite: str) -> Results:
-    return run(RunConfig(engines=[engine], data=tiny.root, out=server_tmp / suite, seed=7, suite=suite,
+    return run(run_config(engines=[engine], data=tiny.root, out=server_tmp / suite, seed=7, suite=suite,
                          protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
                          verify_dataset=False, options=SMALL))
 

@@ -24,21 +24,12 @@ from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.report import compare, html, markdown
 from tickbench.report.summary import merge
 from tickbench.report.terminal import print_summary
-from tickbench.results import Results, ResultsError, read_results
+from tickbench.results import Results, ResultsError
 from tickbench.run.cell import Protocol
 from tickbench.run.endpoints import EndpointError, merge_endpoints, parse_endpoint, read_config
-from tickbench.run.session import (
-    RunConfig,
-    RunError,
-    check_endpoints,
-    check_engines,
-    check_suite,
-    disk_shortfall,
-    resume_config,
-    run,
-    suite_names,
-)
+from tickbench.run.session import RunConfig, RunError, check_endpoints, check_engines, disk_shortfall, run
 from tickbench.suites.base import OptionError
+from tickbench.suites.registry import V1, chosen, read_results, resume_config, suite_names
 from tickbench.suites.registry import suites as all_suites
 
 DEFAULT_SCALE = 0.05
@@ -198,9 +189,11 @@ def run_cmd(
         else:  # the endpoints' engines when any are given, else the embedded ones available here
             names = list(endpoints) or default_engines()
         check_engines(names)
-        check_suite(suite)
+        if suite not in suite_names():
+            raise RunError(f"--suite {suite}: unknown; choose one of {', '.join(suite_names())}")
+        picked = chosen(suite)
         check_seed(seed)
-        check_endpoints(names, suite, cold, endpoints)  # before any data is generated or loaded
+        check_endpoints(names, suite, picked, cold, endpoints)  # before any data is generated or loaded
         _check_available([n for n in names if n not in endpoints])
         if repetitions < 1:
             raise RunError(f"--repetitions {repetitions}: must be at least 1")
@@ -209,8 +202,8 @@ def run_cmd(
         if load_timeout <= 0:
             raise RunError(f"--load-timeout {load_timeout}: must be positive")
         try:
-            options = {name: {o.name: o.value(suite_opts[o.name]) if o.name in suite_opts else o.default
-                              for o in s.options} for name, s in all_suites().items()}
+            options = {s.name: {o.name: o.value(suite_opts[o.name]) if o.name in suite_opts else o.default
+                                for o in s.options} for s in picked}
         except OptionError as exc:
             raise RunError(str(exc)) from None
         if data is None:
@@ -219,10 +212,10 @@ def run_cmd(
             _generate(data, scale, seed, 0, jobs)
         out = out or Path("results") / dt.datetime.now().strftime("run-%Y%m%d-%H%M%S")
         cfg = RunConfig(
-            engines=names, data=data, out=out, seed=seed, suite=suite,
+            engines=names, data=data, out=out, seed=seed, suites=picked, suite=suite,
             protocol=Protocol(repetitions=repetitions, timeout_s=timeout, load_timeout_s=load_timeout, cold=cold,
                               save_answers=out / "answers" if save_answers else None),
-            options=options, endpoints=endpoints,
+            options=options, endpoints=endpoints, v1=V1,
         )
         _run_and_report(cfg)
     except (DatasetError, RunError, ResultsError, EndpointError) as exc:

@@ -131,7 +131,7 @@ results schema {run.schema_version}, protocol {escape(run.protocol_version)}</td
 <tr><th>dataset</th><td>content hash <code>{escape(ds.content_hash)}</code>; {escape(ds.source)}, scale {ds.scale:g},
 seed {ds.seed}, +{ds.symbols} symbols, generator {escape(ds.generator_version)}</td></tr>
 <tr><th>protocol</th><td>{run.repetitions} timed repetitions, timeout {run.timeout_s:g} s;
-<code>{escape(json.dumps(run.config, sort_keys=True))}</code></td></tr>
+<code>{escape(json.dumps(run.config.model_dump() if run.config else {}, sort_keys=True))}</code></td></tr>
 <tr><th>parameters</th><td><code>{escape(json.dumps(run.params, sort_keys=True))}</code></td></tr></table>
 <table><tr><th>engine</th><th>version</th><th>settings</th><th>note</th></tr>{eng}</table>""")
     return "".join(out)

@@ -12,36 +12,45 @@ declares, as data:
   part, recorded in every cell as ``unsupported``);
 * its cells (:meth:`Suite.cell_ids`) and how to run them (:meth:`Suite.run`, through a
   :class:`~tickbench.run.cell.CellContext` that owns workers, failures and records);
-* the operations it adds to the engine's worker process (``worker_ops``: functions that run
-  inside the worker and time their own work there);
+* the operations it adds to the engine's process (``worker_ops``: module-level functions that
+  run inside that process and time their own work there; handed to the process when the
+  runner spawns it, so the runner names none of them);
+* whether it can run against a server tickbench does not run (``endpoint_refusal``: the
+  reason it cannot, the default for a suite that does not declare otherwise) and which of its
+  cells are not measured there (``endpoint_unmeasured``);
 * the typed model of its records' ``figures`` (``figures_model``), checked when a record is
   made and when results are read;
 * its sections in the reports (:meth:`Suite.markdown`, :meth:`Suite.html`) and its one figure
   per cell in the terminal table (:meth:`Suite.headline`).
 
 Discovery (:mod:`tickbench.suites.registry`) finds every such package, so adding a suite
-edits no other file. Suites never read a clock outside their worker operations and the
-runner's cell context.
+edits no other file. Suites never read a clock outside their worker operations: they drive
+engine processes through :class:`~tickbench.run.cell.Worker`'s verbs, and a failed cell is
+handled by :meth:`~tickbench.run.cell.Worker.attempt`. The runner reads a suite through
+:class:`~tickbench.run.cell.RunnableSuite`, which :class:`Suite` implements.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
+from tickbench.run.cell import CellContext, Options, WorkerOp
+
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine, EngineInfo
     from tickbench.results import Record
-    from tickbench.run.cell import CellContext
 
-Options = dict[str, Any]  # one suite's option values, by option name
-#: A worker operation: (adapter, request, test-only faults) -> reply; runs in the engine's worker.
-WorkerOp = Callable[["Engine", dict[str, Any], dict[str, str]], dict[str, Any]]
+__all__ = ["AddChart", "Option", "OptionError", "Options", "Suite", "WorkerOp"]
+
+#: Why a suite that says nothing of external endpoints does not run against one.
+UNDECLARED_ENDPOINT = ("the suite does not declare that it can run against a server tickbench does not run "
+                       "(its endpoint_refusal)")
 #: Adds one chart to the HTML page: (div id, traces, layout) -> the chart's HTML.
 AddChart = Callable[[str, list[dict[str, Any]], dict[str, Any]], str]
 
@@ -96,12 +105,20 @@ class Suite(ABC):
     options: ClassVar[tuple[Option, ...]] = ()
     figures_model: ClassVar[type[BaseModel] | None] = None
     worker_ops: ClassVar[dict[str, WorkerOp]] = {}
+    #: Why the suite cannot run against an external endpoint (``None``: it can). Refused
+    #: unless a suite says otherwise: a new suite is never let loose on a user's own server.
+    endpoint_refusal: ClassVar[str | None] = UNDECLARED_ENDPOINT
+    #: The suite's cells not measured against an external endpoint, each with the reason.
+    endpoint_unmeasured: ClassVar[dict[str, str]] = {}
     #: The suite's report module, when it has one: ``markdown(records) -> list[str]`` and
     #: ``html(records, add_chart) -> str`` (the default :meth:`markdown` and :meth:`html`).
     report: ClassVar[ModuleType | None] = None
 
     def defaults(self) -> Options:
         return {o.name: o.default for o in self.options}
+
+    def option_names(self) -> Sequence[str]:
+        return [o.name for o in self.options]
 
     def options_from_json(self, raw: dict[str, Any]) -> Options:
         """Option values as ``results.json`` records them (missing ones take their default)."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -13,10 +11,9 @@ from pydantic import BaseModel, ConfigDict
 from tickbench import latency, verify
 from tickbench.results import Record
 from tickbench.run.cell import FAILURES, CellContext, Worker
-from tickbench.run.worker import EngineProcess
 from tickbench.suites.base import Option, Options, Suite, WorkerOp
 from tickbench.suites.concurrency import report as report_module
-from tickbench.suites.concurrency.worker import mix_op
+from tickbench.suites.concurrency.ops import mix_op
 from tickbench.suites.published import QUERY_IDS
 from tickbench.suites.stream.suite import parse_counts
 
@@ -57,6 +54,8 @@ class ConcurrencySuite(Suite):
     )
     report: ClassVar[ModuleType | None] = report_module
     figures_model = ConcurrencyFigures
+    endpoint_refusal = ("its clients attach to a server through the port file of the one tickbench started; "
+                        "not implemented for external endpoints yet")
     worker_ops: ClassVar[dict[str, WorkerOp]] = {"mix": mix_op}
 
     def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
@@ -99,7 +98,7 @@ class ConcurrencySuite(Suite):
 
         def body() -> Record:
             if model == "threads":
-                replies = worker.call(timeout, op="mix", clients=clients, start_at=time.time(), **msg)["clients"]
+                replies = worker.call(timeout, op="mix", clients=clients, **msg)["clients"]
             else:
                 replies = _mix_processes(ctx, worker, clients, timeout, msg)
             return _record(ctx, bench, base, replies)
@@ -113,25 +112,16 @@ class ConcurrencySuite(Suite):
 
 def _mix_processes(ctx: CellContext, worker: Worker, clients: int, timeout: float,
                    msg: dict[str, Any]) -> list[dict[str, Any]]:
-    """Clients as worker processes over the primary's store. For an engine without a server
+    """Clients as engine processes over the primary's store. For an engine without a server
     the primary closes its own connection first (a store opened read-only by several processes
     cannot also be open for writing) and reopens it afterwards; a server engine's primary
     keeps its server running, and each client process connects to it."""
     own_store = not ctx.engine.has_server
     if own_store:
         worker.call(ctx.protocol.load_timeout_s, op="stop")
-    procs = [EngineProcess(ctx.info.name, ctx.workdir / "engine", ctx.ds.root, ctx.params) for _ in range(clients)]
     try:
-        for p in procs:
-            p.call(ctx.protocol.load_timeout_s, op="start_shared")
-        start_at = time.time() + 0.5
-        with ThreadPoolExecutor(clients) as pool:
-            futures = [pool.submit(p.call, timeout, op="mix", clients=1, own=True, first_client=i,
-                                   start_at=start_at, **msg) for i, p in enumerate(procs)]
-            return [f.result()["clients"][0] for f in futures]
+        return [r["clients"][0] for r in worker.fan_out(clients, timeout, op="mix", clients=1, own=True, **msg)]
     finally:
-        for p in procs:
-            p.close()
         if own_store:
             worker.call(ctx.protocol.load_timeout_s, op="start")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import statistics
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict
@@ -21,8 +21,9 @@ from tickbench.engines.base import EngineInfo
 from tickbench.results import Memory, QueryText, Record, Stats
 from tickbench.run.cell import FAILURES, CellContext, Worker
 from tickbench.run.environment import drop_page_cache
-from tickbench.suites.base import Suite
+from tickbench.suites.base import Suite, WorkerOp
 from tickbench.suites.published import BENCHMARKS, BY_ID, QUERY_IDS
+from tickbench.suites.published.ops import bulk_op, storage_op
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine
@@ -77,6 +78,14 @@ class PublishedSuite(Suite):
     order = 0
     summary = "the reference paper's 14 queries, W (bulk load) and SE (storage efficiency)"
     figures_model = PublishedFigures
+    worker_ops: ClassVar[dict[str, WorkerOp]] = {"bulk": bulk_op, "storage": storage_op}
+    endpoint_refusal = None
+    endpoint_unmeasured: ClassVar[dict[str, str]] = {
+        "W": "not measured on an external endpoint: W loads the bulk day into fresh stores of its own beside "
+             "the loaded data, and its baseline runs the engine's own local tools",
+        "SE": "not measured on an external endpoint: SE measures the bytes of a fresh store on the server's "
+              "disk, which tickbench does not own there",
+    }
 
     def cell_ids(self, opts: dict[str, Any], engine: type[Engine]) -> list[str]:
         return [b.id for b in BENCHMARKS]

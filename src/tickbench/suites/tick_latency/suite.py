@@ -14,7 +14,7 @@ from tickbench.run.cell import CellContext, Worker
 from tickbench.suites.base import Option, OptionError, Options, Suite, WorkerOp
 from tickbench.suites.ingest import requires_ingest
 from tickbench.suites.tick_latency import report as report_module
-from tickbench.suites.tick_latency.worker import tick_op
+from tickbench.suites.tick_latency.ops import tick_op
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine, EngineInfo
@@ -82,6 +82,8 @@ class TickLatencySuite(Suite):
     )
     report: ClassVar[ModuleType | None] = report_module
     figures_model = TickFigures
+    endpoint_refusal = ("its ingest stores restart the server with each durability setting (a server-wide "
+                        "setting) and live beside the loaded tables in stores of their own")
     worker_ops: ClassVar[dict[str, WorkerOp]] = {"tick": tick_op}
 
     def requires(self, engine: type[Engine], info: EngineInfo) -> str | None:

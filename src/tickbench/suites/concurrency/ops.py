@@ -14,7 +14,7 @@ from tickbench.engines.base import Engine
 perf = time.perf_counter_ns
 
 
-def mix_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+def mix_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     """The worker operation ``mix``: this worker's clients run the mix. With ``own`` the worker
     is itself one client process, already started; otherwise its clients are threads, each
     with its own adapter instance over the same store."""
@@ -31,7 +31,7 @@ def mix_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[
             inst.start_shared()
     try:
         return mix_loop(instances, msg["qids"], msg["expected"], msg["seconds"], msg["seed"],
-                        msg.get("first_client", 0), msg["start_at"])
+                        msg.get("client", 0), msg.get("start_at", time.time()))
     finally:
         if not msg.get("own") and adapter.persistent:
             for inst in instances:

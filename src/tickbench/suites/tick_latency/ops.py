@@ -13,19 +13,18 @@ import pyarrow as pa
 
 from tickbench import latency
 from tickbench.engines.base import Engine
-from tickbench.run.faults import open_client
 from tickbench.run.visibility import wait_visible
 from tickbench.suites.ingest import TICK_BASE_NS, TICK_STEP_NS, tick_row, tick_syms
 
 perf = time.perf_counter_ns
 
 
-def tick_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+def tick_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     """The worker operation ``tick``: one repetition (:func:`tick_rep`)."""
-    return tick_rep(adapter, Path(msg["store"]), msg["x"], msg["y"], msg["batch"], fault)
+    return tick_rep(adapter, Path(msg["store"]), msg["x"], msg["y"], msg["batch"])
 
 
-def tick_rep(adapter: Engine, store: Path, x: int, y: int, batch: int, fault: dict[str, str]) -> dict[str, Any]:
+def tick_rep(adapter: Engine, store: Path, x: int, y: int, batch: int) -> dict[str, Any]:
     """One repetition of a tick-latency cell in a fresh store: write ``x*y`` events one per
     write (``batch`` 1) or ``batch`` per write, then read each ticker back in time order and
     check every row. Returns seconds, histograms and the rows written and read."""
@@ -35,7 +34,7 @@ def tick_rep(adapter: Engine, store: Path, x: int, y: int, batch: int, fault: di
     write_h, read_h = latency.new(), latency.new()
     adapter.ingest_open(store)
     try:
-        client = open_client(adapter, fault)
+        client = adapter.ingest_client()
         engine_ns = 0
         t_start = perf()
         for lo in range(0, n, batch):

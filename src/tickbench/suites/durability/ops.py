@@ -43,7 +43,6 @@ from typing import Any
 import pyarrow as pa
 
 from tickbench.engines.base import Engine
-from tickbench.run.faults import open_client
 from tickbench.run.visibility import wait_visible
 from tickbench.suites.ingest import tick_row, tick_syms
 
@@ -58,17 +57,17 @@ clock = time.monotonic_ns
 # -- in the engine's worker -------------------------------------------------------------------
 
 
-def open_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+def open_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     """The worker operation ``durability_open``."""
     return open_store(adapter, Path(msg["store"]), msg["setting"])
 
 
-def write_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+def write_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     """The worker operation ``durability_write``."""
-    return write_until_killed(adapter, msg["seconds"], msg["writers"], Path(msg["ack_log"]), fault)
+    return write_until_killed(adapter, msg["seconds"], msg["writers"], Path(msg["ack_log"]))
 
 
-def recover_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+def recover_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     """The worker operation ``durability_recover``."""
     return recover(adapter, Path(msg["store"]), msg["setting"], Path(msg["ack_log"]))
 
@@ -85,8 +84,7 @@ def open_store(adapter: Engine, store: Path, setting: str) -> dict[str, Any]:
     return {"pids": server_pids(adapter)}
 
 
-def write_until_killed(adapter: Engine, seconds: float, writers: int, ack_log: Path,
-                       fault: dict[str, str]) -> dict[str, Any]:
+def write_until_killed(adapter: Engine, seconds: float, writers: int, ack_log: Path) -> dict[str, Any]:
     """Stream one event per write from ``writers`` threads into the open store for
     ``seconds`` after the first acknowledgement, logging each acknowledgement as it returns.
     Returns only if no kill came (or, for a server engine, once the writers saw it)."""
@@ -97,7 +95,7 @@ def write_until_killed(adapter: Engine, seconds: float, writers: int, ack_log: P
 
     def loop(w: int) -> None:
         try:
-            client = open_client(adapter, fault)
+            client = adapter.ingest_client()
         except Exception as exc:
             errors.append(f"writer {w}: {type(exc).__name__}: {exc}")
             return

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from tickbench import latency
 from tickbench.data.calendar import BULK_DAY
 from tickbench.engines.base import Engine
-from tickbench.run.faults import stream_delays
+from tickbench.run.faults import faults_of, stream_delays
 from tickbench.run.visibility import wait_visible
 from tickbench.suites.stream.harness import Destination, Plan, Run, Sink, Writers, row_latencies
 
@@ -35,10 +35,10 @@ MAX_REPLAY_BYTES = 192 << 20  # Arrow bytes of those events at most (writers cop
 TABLE_CODES = ("trades", "book")
 
 
-def stream_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+def stream_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     """The worker operation ``stream``: one cell (:func:`stream_cell`)."""
     return stream_cell(adapter, Path(msg["store"]), msg["rate"], msg["writers"], msg["seconds"],
-                       msg["max_batch"], msg.get("linger", 0.01), tuple(msg.get("tables", TABLE_CODES)), fault)
+                       msg["max_batch"], msg.get("linger", 0.01), tuple(msg.get("tables", TABLE_CODES)))
 
 
 def batch_size(rate: int | None, max_batch: int, linger: float) -> int:
@@ -72,7 +72,7 @@ class Replay:
 
 
 def stream_cell(adapter: Engine, store: Path, rate: int | None, writers: int, seconds: float,
-                max_batch: int, linger: float, tables: tuple[str, ...], fault: dict[str, str]) -> dict[str, Any]:
+                max_batch: int, linger: float, tables: tuple[str, ...]) -> dict[str, Any]:
     """One cell: the events of ``tables`` at ``rate`` events/s (``None``: as fast as possible)
     by ``writers`` writers for at most ``seconds``; every row measured from its intended send
     time (``start + i / rate`` for event ``i``), so a stall shows in every event due during it."""
@@ -81,7 +81,7 @@ def stream_cell(adapter: Engine, store: Path, rate: int | None, writers: int, se
     replay = Replay(adapter, limit, tables)
     batch = batch_size(rate, max_batch, linger)
     plan = Plan.build(replay.tables, replay.which, batch, writers)
-    delays = stream_delays(fault)
+    delays = stream_delays(faults_of(adapter))
     writer_delay = delays["writer_delay"]
     dest = Destination("engine", writer_delay=writer_delay, ack_delay=delays["ack_delay"],
                        stall_s=delays["stall_s"], stall_nth=int(delays["stall_nth"]))

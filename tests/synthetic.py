@@ -89,3 +89,11 @@ def many_engines(real: Results) -> Results:
         **real.environment.engines, **{e: {"version": "synthetic", "settings": {}} for e in
                                        ("chdb", "timescaledb", "influxdb", "kdb")}}})
     return real.model_copy(update={"records": records, "environment": env})
+
+
+def report_markdown(results: Results) -> str:
+    """``report.md`` of ``results`` with every suite of this tickbench, as the command line writes it."""
+    from tickbench.report import markdown
+    from tickbench.suites.registry import suites
+
+    return markdown.render(results, suites().values())

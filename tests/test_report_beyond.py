@@ -17,16 +17,16 @@ from typing import Any
 
 import pytest
 
+from tests.synthetic import report_markdown as render_beyond
 from tests.test_report import CHROMIUM, needs_chromium, render_in_chromium
 from tests.test_suites_beyond import _run
 from tickbench import latency
 from tickbench.data.dataset import Dataset
 from tickbench.report import html, markdown
 from tickbench.report import widgets as beyond_html
-from tickbench.report.sections import markdown as render_beyond
 from tickbench.results import DatasetInfo, Environment, Record, Results, Status
 from tickbench.suites.durability.report import render_durability
-from tickbench.suites.registry import suite_options
+from tickbench.suites.registry import suite_options, suites
 
 HOSTILE = "<b>not html</b> & | pipe"
 SUITE_CHARTS = {
@@ -35,6 +35,8 @@ SUITE_CHARTS = {
     "concurrency": ["chart-beyond-concurrency"],
     "scaling": ["chart-beyond-scaling"],
 }
+
+SUITES = suites().values()
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -136,7 +138,7 @@ def test_every_suite_has_a_table_and_charts_and_not_ok_cells_only_in_the_table()
         _concurrency("duckdb", 1), _concurrency("duckdb", 2), _concurrency("duckdb", 4, "timeout", "cell timed out"),
         _scaling("duckdb", "T-V1"), _scaling("duckdb", "O-NBBO", "unsupported", "needs an as-of join"),
     ]
-    page = html.render(_results(records))
+    page = html.render(_results(records), SUITES)
     charts = _charts(page)
     for ids in SUITE_CHARTS.values():
         for chart_id in ids:
@@ -171,7 +173,7 @@ def test_suite_without_an_ok_cell_has_its_table_and_no_chart() -> None:
                _tick("duckdb", "batch", "unsupported", "no ingest capability implemented"),
                _concurrency("duckdb", 1, "error", "engine did not start or load: boom"),
                _stream("duckdb", "2000")]
-    page = html.render(_results(records))
+    page = html.render(_results(records), SUITES)
     charts = _charts(page)
     assert not [c for c in charts if c.startswith("chart-beyond-tick") or c.startswith("chart-beyond-conc")]
     assert "chart-beyond-stream-latency" in charts
@@ -183,7 +185,7 @@ def test_suite_without_an_ok_cell_has_its_table_and_no_chart() -> None:
 
 def test_page_without_beyond_records_has_no_section() -> None:
     page = html.render(_results([Record(engine="duckdb", benchmark="T-V1", suite="published", category="read",
-                                        status="unsupported", reason="x")]))
+                                        status="unsupported", reason="x")]), SUITES)
     assert 'id="beyond"' not in page and '<a href="#beyond">' not in page
 
 
@@ -203,7 +205,7 @@ def test_markdown_keeps_its_tables() -> None:
             width = cells
         elif line.startswith("| "):
             assert cells == width, line
-    assert "## Streaming ingest" in markdown.render(_results(records))
+    assert "## Streaming ingest" in markdown.render(_results(records), SUITES)
 
 
 def test_durability_is_converted_to_html() -> None:
@@ -218,7 +220,7 @@ def test_durability_is_converted_to_html() -> None:
     assert out.count("<table") == 1 and "<th>recovery s</th>" in out
     assert "<b>3</b>" in out and "<code>wal-sync</code>" in out
     assert "&lt;fsynced&gt; | before its ack" in out and "<fsynced>" not in out
-    page = html.render(_results([rec]))
+    page = html.render(_results([rec]), SUITES)
     assert 'id="beyond-durability"' in page and "<i>Lost</i>" in page
 
 
@@ -240,7 +242,7 @@ def test_report_of_real_beyond_runs(beyond_run: Results, tmp_path: Path) -> None
                                                    "reason": "worker died: " + HOSTILE})
     res = beyond_run.model_copy(update={"records": [*beyond_run.records, bad]})
     assert {r.status for r in beyond_run.records} == {"ok"}, [r.reason for r in beyond_run.records]
-    page = html.render(res)
+    page = html.render(res, SUITES)
     charts = _charts(page)
     counts = {s: sum(r.benchmark.startswith(s + "/") for r in res.records) for s in SUITE_CHARTS}
     for suite, ids in SUITE_CHARTS.items():
@@ -253,7 +255,7 @@ def test_report_of_real_beyond_runs(beyond_run: Results, tmp_path: Path) -> None
     tick = charts["chart-beyond-tick-latency"]["data"]
     assert len(tick) == 2 and all(len(t["x"]) > 20 for t in tick)  # 2000 events each: p0 … p99.95
     assert len(charts["chart-beyond-scaling"]["data"]) == 2 * counts["scaling"]  # points and fit per query
-    assert "Tick latency" in markdown.render(res)
+    assert "Tick latency" in markdown.render(res, SUITES)
 
 
 @pytest.mark.slow
@@ -261,7 +263,7 @@ def test_report_of_real_beyond_runs(beyond_run: Results, tmp_path: Path) -> None
 def test_beyond_charts_draw_in_chromium(beyond_run: Results, tmp_path: Path) -> None:
     assert CHROMIUM is not None
     page = tmp_path / "report.html"
-    text = html.render(beyond_run)
+    text = html.render(beyond_run, SUITES)
     page.write_text(text)
     dom, log = render_in_chromium(page, tmp_path / "profile")
     assert 'data-charts-done="1"' in dom and 'data-chart-errors="' not in dom

@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from tests.synthetic import report_markdown as render_beyond
 from tickbench.data.dataset import Dataset
-from tickbench.report.sections import markdown as render_beyond
 from tickbench.results import read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.faults import FAULTS_ENV

@@ -15,7 +15,9 @@ import pytest
 
 from tickbench.report import html, markdown
 from tickbench.results import SCHEMA_VERSION, ResultsError
-from tickbench.suites.registry import PACKAGES_ENV, read_results
+from tickbench.suites.registry import PACKAGES_ENV, read_results, suites
+
+SUITES = suites().values()
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -132,9 +134,9 @@ def test_v1_results_are_migrated() -> None:
     assert results.config.options["tick-latency"]["tick_matrix"] == [[1, 200]]
     assert results.config.options["stream"]["stream_rates"] == [2000, None]
     assert len(results.records) == len(raw["records"])
-    page = html.render(results)
+    page = html.render(results, SUITES)
     assert "Tick latency" in page and "Durability under kill -9" in page
-    assert "## Streaming ingest" in markdown.render(results)
+    assert "## Streaming ingest" in markdown.render(results, SUITES)
 
 
 def test_results_of_another_version_are_refused(tmp_path: Path) -> None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from tests.synthetic import report_markdown as render_beyond
 from tickbench import latency
 from tickbench.data.dataset import Dataset
 from tickbench.params import QueryParams, SpanParams, span_params
-from tickbench.report.sections import markdown as render_beyond
 from tickbench.results import Results, read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.faults import FAULTS_ENV

@@ -267,16 +267,18 @@ def _run_and_report(cfg: RunConfig) -> None:
 
         results = run(cfg, progress)
     write_reports(results, cfg.out)
-    print_summary(results, console)
+    print_summary(results, all_suites().values(), console)
     out = cfg.out
     console.print(f"results: {out / 'results.json'}  report: {out / 'report.html'}, {out / 'report.md'}")
     if any(r.status == "wrong" for r in results.records):
         raise typer.Exit(1)
 
 
-def write_reports(results: Results, out: Path) -> None:
-    (out / "report.md").write_text(markdown.render(results))
-    (out / "report.html").write_text(html.render(results))
+def write_reports(results: Results | list[Results], out: Path) -> None:
+    """``report.md`` and ``report.html`` of one run (or several side by side) into ``out``."""
+    known = all_suites().values()
+    (out / "report.md").write_text(markdown.render(results, known))
+    (out / "report.html").write_text(html.render(results, known))
 
 
 @app.command("report")
@@ -298,9 +300,8 @@ def report_cmd(
     else:
         target = Path("results") / ("merged-" + "-".join(r.run_id for r in runs))
     target.mkdir(parents=True, exist_ok=True)
-    (target / "report.md").write_text(markdown.render(runs))
-    (target / "report.html").write_text(html.render(runs))
-    print_summary(merge(runs).results, console)
+    write_reports(runs, target)
+    print_summary(merge(runs).results, all_suites().values(), console)
     console.print(f"report: {target / 'report.html'}, {target / 'report.md'}")
 
 
@@ -313,7 +314,11 @@ def compare_cmd(
 ) -> None:
     """Per-cell ratios of two runs; flags differences beyond the runs' own spread (exit 1), refuses
     cells whose query text or dataset differ (exit 2). The rule: tickbench.report.compare."""
-    raise typer.Exit(compare.main(a, b, console, err, min_ratio, skip_changed))
+    try:
+        runs = read_results(a), read_results(b)
+    except ResultsError as exc:
+        raise fail(str(exc)) from None
+    raise typer.Exit(compare.main(*runs, all_suites().values(), console, err, min_ratio, skip_changed))
 
 
 @app.command("validate")

@@ -281,7 +281,7 @@ def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | 
             for suite, bid in todo_all:
                 on_record(Record(engine=name, benchmark=bid, suite=suite.name, category=suite.category(bid),
                                  status="unavailable", reason=avail.reason))
-            results.environment.engines[name] = {"available": False, "reason": avail.reason}
+            results.environment.engines[name] = {"available": False, "kind": infos[name].kind, "reason": avail.reason}
             continue
         workdir = cfg.out / "work" / name
         if workdir.exists():
@@ -308,7 +308,7 @@ def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | 
             suite.run(ctx, todo)
         if "version" not in meta:
             meta.update(_engine_meta(name))
-        results.environment.engines[name] = {"available": True, **meta}
+        results.environment.engines[name] = {"available": True, "kind": infos[name].kind, **meta}
         results.environment.runner_peak_rss_bytes = own_peak_rss()
         results.write(results_path)
         shutil.rmtree(workdir, ignore_errors=True)

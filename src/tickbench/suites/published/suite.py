@@ -18,11 +18,13 @@ from pydantic import BaseModel, ConfigDict
 
 from tickbench import verify
 from tickbench.engines.base import EngineInfo
+from tickbench.report.cells import Measure, timing_measures
+from tickbench.report.widgets import PageParts, Section, SuiteView
 from tickbench.results import Memory, QueryText, Record, Stats
 from tickbench.run.cell import FAILURES, CellContext, Worker
 from tickbench.run.environment import drop_page_cache
 from tickbench.suites.base import Suite, WorkerOp
-from tickbench.suites.published import BENCHMARKS, BY_ID, QUERY_IDS
+from tickbench.suites.published import BENCHMARKS, BY_ID, QUERY_IDS, report
 from tickbench.suites.published.ops import bulk_op, storage_op
 
 if TYPE_CHECKING:
@@ -78,6 +80,7 @@ class PublishedSuite(Suite):
     order = 0
     summary = "the reference paper's 14 queries, W (bulk load) and SE (storage efficiency)"
     figures_model = PublishedFigures
+    own_sections = True
     worker_ops: ClassVar[dict[str, WorkerOp]] = {"bulk": bulk_op, "storage": storage_op}
     endpoint_refusal = None
     endpoint_unmeasured: ClassVar[dict[str, str]] = {
@@ -99,8 +102,29 @@ class PublishedSuite(Suite):
     def support(self, engine: type[Engine], info: EngineInfo) -> str:
         return "✔"
 
-    def beside_published(self) -> bool:
-        return False
+    def report_html(self, view: SuiteView) -> PageParts[list[Section]]:
+        return report.html(view)
+
+    def report_markdown(self, view: SuiteView) -> PageParts[list[str]]:
+        return report.markdown(view)
+
+    def cell_text(self, record: Record) -> str:
+        return report.cell_text(record)
+
+    def measures(self, record: Record) -> list[Measure]:
+        """A query's timed repetitions; W's CSV and Parquet loads apart; SE's bytes, for information."""
+        ok = record.status == "ok"
+        if record.benchmark == "W":
+            out = []
+            for fmt in ("csv", "parquet"):
+                f = record.figures.get(fmt) or {}
+                samples = f.get("samples_s") or ([f["seconds"]] if "seconds" in f else [])
+                out.append(Measure(f"W {fmt}", [s * 1e3 for s in samples] if ok else []))
+            return out
+        if record.benchmark == "SE":
+            size = record.figures.get("engine_bytes")
+            return [Measure("SE", [float(size)] if ok and size is not None else [], "B", testable=False)]
+        return timing_measures(record)
 
     def run(self, ctx: CellContext, todo: list[str]) -> None:
         """Start and load the engine, then every query, W and SE of ``todo``."""

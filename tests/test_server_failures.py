@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import processes_under
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import EngineUnavailable
-from tickbench.engines.registry import adapter_class
+from tickbench.engines.registry import adapter, adapter_class
 from tickbench.engines.server import LOOPBACK, START_TIMEOUT_ENV
 from tickbench.params import QueryParams
 from tickbench.results import Results
@@ -70,7 +70,7 @@ def test_port_in_use_is_named(tiny: Dataset, tiny_params: QueryParams, server_tm
         taken.listen()
         port = taken.getsockname()[1]
         monkeypatch.setenv("TICKBENCH_POSTGRES_PORT", str(port))
-        engine = adapter_class("postgres")(server_tmp / "pg", tiny, tiny_params)
+        engine = adapter("postgres", server_tmp / "pg", tiny, tiny_params)
         with pytest.raises(EngineUnavailable, match=f"port {port}.*already in use.*TICKBENCH_POSTGRES_PORT"):
             engine.start()
         engine.stop()
@@ -83,7 +83,7 @@ def test_port_in_use_is_named(tiny: Dataset, tiny_params: QueryParams, server_tm
 def test_server_start_timeout_is_named_and_stopped(tiny: Dataset, tiny_params: QueryParams, server_tmp: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(START_TIMEOUT_ENV, "0.05")
-    engine = adapter_class("postgres")(server_tmp / "pg", tiny, tiny_params)
+    engine = adapter("postgres", server_tmp / "pg", tiny, tiny_params)
     with pytest.raises(EngineUnavailable, match=f"did not answer within 0.05 s.*{START_TIMEOUT_ENV}"):
         engine.start()
     engine.stop()

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import inspect
+import subprocess
+import sys
 import time
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,7 +22,7 @@ from rich.status import Status
 from rich.table import Table
 
 from tickbench.data.dataset import DatasetError, check_scale, check_seed, generate
-from tickbench.engines.base import EngineUnavailable
+from tickbench.engines.base import Engine, EngineUnavailable, kind_of
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.report import compare, html, markdown
 from tickbench.report.summary import merge
@@ -131,12 +134,12 @@ def generate_cmd(
 
 def default_engines() -> list[str]:
     """Every embedded engine that is available here."""
-    return [n for n in engine_infos() if not adapter_class(n).has_server and availability(n).available]
+    return [n for n in engine_infos() if kind_of(adapter_class(n)) != "server" and availability(n).available]
 
 
 def run_cmd(
     engines: Annotated[
-        str | None, typer.Option(help="comma-separated engines (default: the embedded ones available here)")
+        str | None, typer.Option(help="comma-separated engines, or all (default: the embedded ones available here)")
     ] = None,
     suite: Annotated[str, typer.Option(help="|".join(suite_names()))] = "published",
     scale: Annotated[float, typer.Option(help="scale factor when generating")] = DEFAULT_SCALE,
@@ -184,7 +187,9 @@ def run_cmd(
             return
         endpoints = merge_endpoints(read_config(config, keep) if config else [],
                           [e for text in endpoint or [] for e in parse_endpoint(text, keep)])
-        if engines:
+        if engines == "all":
+            names = list(engine_infos())
+        elif engines:
             names = [e.strip() for e in engines.split(",") if e.strip()]
         else:  # the endpoints' engines when any are given, else the embedded ones available here
             names = list(endpoints) or default_engines()
@@ -397,11 +402,32 @@ def engines_cmd() -> None:
         table.add_row(name, info.kind, "[green]yes[/green]" if a.available else "[red]no[/red]",
                       escape(a.version if a.available else a.reason))
     console.print(table)
+    for name, info in engine_infos().items():
+        if info.publishing:
+            console.print(f"[yellow]{escape(name)}:[/yellow] {escape(info.publishing)}", highlight=False,
+                          soft_wrap=True)
+
+
+def _adapter_installing_client(name: str, progress: Callable[[str], None]) -> type[Engine]:
+    """Engine ``name``'s adapter class, its client packages (engine.toml's ``pip``) installed
+    into this Python first when the adapter cannot be imported without them."""
+    try:
+        return adapter_class(name)
+    except ImportError:
+        pip = engine_infos()[name].pip
+        if not pip:
+            raise
+    progress(f"pip install {' '.join(pip)}")
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *pip], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise EngineUnavailable(f"pip install {' '.join(pip)} failed: {done.stderr.strip()[-500:]}")
+    importlib.invalidate_caches()
+    return adapter_class(name)
 
 
 @app.command("install")
 def install_cmd(
-    names: Annotated[list[str], typer.Argument(help="engines to install (server engines)")],
+    names: Annotated[list[str], typer.Argument(help="engines to install (a server, or an engine's client packages)")],
     source: Annotated[Path | None, typer.Option(
         help="a source release to build from, for an engine built from source (timescaledb)")] = None,
 ) -> None:
@@ -424,7 +450,7 @@ def install_cmd(
 
             try:
                 kwargs = {"source": source} if source is not None else {}
-                version = adapter_class(name).install(progress, **kwargs)
+                version = _adapter_installing_client(name, progress).install(progress, **kwargs)
             except (EngineUnavailable, OSError) as exc:
                 raise fail(f"install {name}: {exc}") from None
         console.print(f"{name}: {version}")

@@ -62,7 +62,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import psutil
 
-from tickbench.engines.base import Endpoint, Engine, EngineUnavailable
+from tickbench.engines.base import Endpoint, Engine, EngineUnavailable, Server, SharedReaders
 
 SERVICE_USER = "tickbench"
 LOOPBACK = "127.0.0.1"
@@ -369,7 +369,7 @@ class ReaderPool(Generic[C]):
         self._local = threading.local()
 
 
-class ServerEngine(Engine):
+class ServerEngine(Engine, SharedReaders, Server):
     """The base of a server engine's adapter (see the module docstring for who does what).
 
     ``start()`` runs: ``probe()``; the service user, and a check that it reaches the working
@@ -380,10 +380,6 @@ class ServerEngine(Engine):
     of the server another worker started over the same working directory and only
     :meth:`connect`\\ s; ``stop()`` then ends nothing.
     """
-
-    has_server: ClassVar[bool] = True
-    #: Each concurrency client is a worker process attached to the primary's running server.
-    concurrency_model: ClassVar[str] = "processes"
 
     #: The server's name in messages, its process name and its log (``<workdir>/<name>.log``).
     server_name: ClassVar[str] = "server"
@@ -429,7 +425,7 @@ class ServerEngine(Engine):
         """Raise :class:`EngineUnavailable`, naming the install command, when not :meth:`installed`
         (the first check of every server engine's ``probe()``)."""
         if not cls.installed():
-            raise EngineUnavailable(f"not installed; run `tickbench install {cls.info.name}`")
+            raise EngineUnavailable(f"not installed; run `tickbench install {cls.engine_name()}`")
 
     @classmethod
     def install_steps(cls, stage: Path) -> list[InstallStep]:

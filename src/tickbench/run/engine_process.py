@@ -34,8 +34,8 @@ from typing import Any
 import psutil
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.base import Engine
-from tickbench.engines.registry import adapter_class
+from tickbench.engines.base import Engine, EngineTime, open_shared
+from tickbench.engines.registry import adapter_class, engine_infos
 from tickbench.params import QueryParams, params_from_dict
 from tickbench.run.faults import faults, with_faults
 from tickbench.run.memory import BUDGET_ENV, GIB, PeakMemory, budget_bytes, tree_rss
@@ -77,7 +77,7 @@ def _serve(conn: Connection, engine: str, workdir: str, data: str, params: dict[
     injected = faults(engine)
     if injected:  # tests only
         cls = with_faults(cls, injected)
-    adapter: Engine = cls(Path(workdir), Dataset.open(Path(data)), qp)
+    adapter: Engine = cls(engine_infos()[engine], Path(workdir), Dataset.open(Path(data)), qp)
     while True:
         msg = conn.recv()
         op = msg["op"]
@@ -114,7 +114,8 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any], ops: Mapping[str, Wor
         table = adapter.run_query(msg["qid"])
         ns = time.perf_counter_ns() - t0
         return {
-            "ns": ns, "server_ns": adapter.query_server_ns(), "rows": table.num_rows, "memory": mem.delta_bytes(),
+            "ns": ns, "server_ns": adapter.query_server_ns() if isinstance(adapter, EngineTime) else None,
+            "rows": table.num_rows, "memory": mem.delta_bytes(),
             "memory_kind": MEMORY_KIND, "engine_memory": adapter.query_memory_bytes(),
             "notes": adapter.query_notes(msg["qid"]),
             "answer": table if msg.get("answer") else None,
@@ -123,7 +124,7 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any], ops: Mapping[str, Wor
         return {"plan": adapter.explain(msg["qid"])}
     if op == "start_shared":
         # No pids reported: a client attached to another process's server must not kill it.
-        adapter.start_shared()
+        open_shared(adapter)
         return {}
     handler = ops.get(op)
     if handler is None:

@@ -27,12 +27,12 @@ import signal
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import psutil
 import pyarrow as pa
 
-from tickbench.engines.base import Engine, IngestClient
+from tickbench.engines.base import Engine, Ingest, IngestClient
 
 FAULTS_ENV = "TICKBENCH_FAULTS"
 
@@ -100,7 +100,7 @@ class FaultInjection(Engine):
         return table
 
     def ingest_client(self) -> IngestClient:
-        client = super().ingest_client()
+        client = cast(Ingest, super()).ingest_client()  # the adapter's own (a mixin's super())
         if "lose" in self.injected:
             return Losing(client, int(self.injected["lose"]))
         if "stall" in self.injected:

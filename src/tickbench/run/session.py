@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.base import ENDPOINTS_ENV, Endpoint, EngineUnavailable
-from tickbench.engines.registry import adapter_class, availability, engine_infos
+from tickbench.engines.base import ENDPOINTS_ENV, Endpoint, EngineUnavailable, Server
+from tickbench.engines.registry import adapter, adapter_class, availability, engine_infos
 from tickbench.params import QueryParams, query_params
 from tickbench.reference import ReferenceAnswers
 from tickbench.results import DatasetInfo, Record, Results, RunSettings, V1Names, read_results
@@ -135,7 +135,7 @@ def preflight_endpoints(cfg: RunConfig, ds: Dataset, params: QueryParams) -> Non
     for name in cfg.endpoints:
         with tempfile.TemporaryDirectory(prefix="tickbench-preflight-") as tmp:
             try:
-                adapter_class(name)(Path(tmp), ds, params).check_endpoint_only()
+                adapter(name, Path(tmp), ds, params).check_endpoint_only()
             except EngineUnavailable as exc:
                 raise RunError(f"--engines {name}: {exc}") from None
 
@@ -160,7 +160,7 @@ WORKDIR_PER_DATASET = 6.5
 def disk_shortfall(cfg: RunConfig) -> str | None:
     """A warning when the disk under ``cfg.out`` may be too small for the run's server engines
     (``None`` when it has room): a full disk fails cells late in a long run."""
-    servers = [n for n in cfg.engines if n not in cfg.endpoints and adapter_class(n).has_server]
+    servers = [n for n in cfg.engines if n not in cfg.endpoints and issubclass(adapter_class(n), Server)]
     if not servers or not Path(cfg.data).is_dir():
         return None
     data_bytes = sum(p.stat().st_size for p in Path(cfg.data).rglob("*") if p.is_file())

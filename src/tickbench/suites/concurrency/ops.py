@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from tickbench import latency
-from tickbench.engines.base import Engine
+from tickbench.engines.base import Engine, open_shared
 
 perf = time.perf_counter_ns
 
@@ -26,9 +26,10 @@ def mix_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
         # frames are immutable, so threads read them without a lock).
         instances = [adapter] * clients
     else:
-        instances = [type(adapter)(adapter.workdir, adapter.dataset, adapter.params) for _ in range(clients)]
+        instances = [type(adapter)(adapter.info, adapter.workdir, adapter.dataset, adapter.params)
+                     for _ in range(clients)]
         for inst in instances:
-            inst.start_shared()
+            open_shared(inst)
     try:
         return mix_loop(instances, msg["qids"], msg["expected"], msg["seconds"], msg["seed"],
                         msg.get("client", 0), msg.get("start_at", time.time()))

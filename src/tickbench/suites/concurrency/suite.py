@@ -9,6 +9,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import latency, verify
+from tickbench.engines.base import Server, SharedReaders
 from tickbench.results import Record
 from tickbench.run.cell import FAILURES, CellContext, Worker
 from tickbench.suites.base import Option, Options, Suite, WorkerOp
@@ -92,7 +93,7 @@ class ConcurrencySuite(Suite):
               expected: dict[str, int]) -> Record:
         seconds = ctx.opts["concurrency_seconds"]
         timeout = seconds + 2 * ctx.protocol.timeout_s + 60
-        model = ctx.engine.concurrency_model
+        model = "processes" if issubclass(ctx.engine, SharedReaders) else "threads"
         base: dict[str, Any] = {"clients": clients, "model": model, "mix": mix, "seconds_target": seconds}
         msg = {"qids": mix, "expected": expected, "seconds": seconds, "seed": ctx.seed}
 
@@ -116,7 +117,7 @@ def _mix_processes(ctx: CellContext, worker: Worker, clients: int, timeout: floa
     the primary closes its own connection first (a store opened read-only by several processes
     cannot also be open for writing) and reopens it afterwards; a server engine's primary
     keeps its server running, and each client process connects to it."""
-    own_store = not ctx.engine.has_server
+    own_store = not issubclass(ctx.engine, Server)
     if own_store:
         worker.call(ctx.protocol.load_timeout_s, op="stop")
     try:

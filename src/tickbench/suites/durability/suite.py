@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import latency
+from tickbench.engines.base import Ingest, Server, capability_class
 from tickbench.results import Record
 from tickbench.run.cell import CellContext, EngineError, Worker
 from tickbench.suites.base import Option, Options, Suite, WorkerOp
@@ -78,11 +79,11 @@ class DurabilitySuite(Suite):
         return requires_ingest(self.name, engine, info)
 
     def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
-        return [durability_id(s) for s in tuple(engine.ingest_durability) or ("default",)]
+        return [durability_id(s) for s in settings(engine) or ("default",)]
 
     def support(self, engine: type[Engine], info: EngineInfo) -> str:
         reason = self.requires(engine, info)
-        return f"— {reason}" if reason else "✔ " + ", ".join(f"`{s}`" for s in engine.ingest_durability)
+        return f"— {reason}" if reason else "✔ " + ", ".join(f"`{s}`" for s in settings(engine))
 
     def run(self, ctx: CellContext, todo: list[str]) -> None:
         """Record every durability cell of ``todo``, setting by setting."""
@@ -90,7 +91,7 @@ class DurabilitySuite(Suite):
         if not worker.start_or_fail(todo):
             return
         try:
-            for setting in ctx.engine.ingest_durability:
+            for setting in settings(ctx.engine):
                 bench = durability_id(setting)
                 if bench in todo:
                     ctx.on_record(_cell(ctx, worker, bench, setting))
@@ -103,20 +104,26 @@ class DurabilitySuite(Suite):
                 f"{f['throughput']:,.0f} writes/s")
 
 
+def settings(engine: type[Engine]) -> tuple[str, ...]:
+    """The durability settings ``engine`` names (none without the ingest capability)."""
+    return tuple(engine.ingest_durability) if issubclass(engine, Ingest) else ()
+
+
 def slug(setting: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", setting)
 
 
 def _cell(ctx: CellContext, worker: Worker, bench: str, setting: str) -> Record:
     cls = ctx.engine
+    ingest = capability_class(cls, Ingest)
     seconds, writers = ctx.opts["durability_seconds"], ctx.opts["durability_writers"]
-    server = cls.has_server
+    server = issubclass(cls, Server)
     work = ctx.workdir / "durability" / slug(setting)
     work.mkdir(parents=True, exist_ok=True)
     store, ack_log = work / "store", work / "acks.bin"
     delay = kill_delay_s(ctx.seed, ctx.info.name, setting, seconds)
     figures: dict[str, Any] = {
-        "setting": setting, "meaning": cls.ingest_durability[setting], "durable": setting in cls.ingest_durable,
+        "setting": setting, "meaning": ingest.ingest_durability[setting], "durable": setting in ingest.ingest_durable,
         "writers": writers, "seconds_cap": seconds, "kill_after_s": round(delay, 3),
         "killed": "server processes (SIGKILL)" if server else "writer process (SIGKILL)",
     }

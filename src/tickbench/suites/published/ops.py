@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tickbench.engines.base import Engine
+from tickbench.engines.base import BulkLoad, Engine, Storage, capability
 from tickbench.run.visibility import wait_settled, wait_visible
 
 
@@ -16,7 +16,8 @@ def bulk_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     through tickbench's load path or (``baseline``) the engine's own simplest one; the clock
     stops when the rows are queryable."""
     scratch = Path(msg["scratch"])
-    load = adapter.baseline_load if msg.get("baseline") else adapter.bulk_load
+    bulk = capability(adapter, BulkLoad)
+    load = bulk.baseline_load if msg.get("baseline") else bulk.bulk_load
     t0 = time.perf_counter_ns()
     figures = load(msg["fmt"], scratch)
     wait_visible(adapter)
@@ -27,7 +28,8 @@ def bulk_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
 
 def storage_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     """SE: the bytes of the store SE measures, once the engine has settled."""
-    adapter.storage_load()  # the store SE measures, when it is not the loaded one
+    storage = capability(adapter, Storage)
+    storage.storage_load()  # the store SE measures, when it is not the loaded one
     wait_visible(adapter)
     wait_settled(adapter)  # SE is measured on the settled store
-    return {"bytes": adapter.storage_bytes()}
+    return {"bytes": storage.storage_bytes()}

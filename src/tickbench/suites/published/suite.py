@@ -17,7 +17,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import verify
-from tickbench.engines.base import EngineInfo
+from tickbench.engines.base import BulkLoad, EngineInfo, Storage
 from tickbench.report.cells import Measure, timing_measures
 from tickbench.report.widgets import PageParts, Section, SuiteView
 from tickbench.results import Memory, QueryText, Record, Stats
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from tickbench.engines.base import Engine
 
 
-class LoadFigures(BaseModel):
+class WLoadFigures(BaseModel):
     """W's figures for one input format (the median of the interleaved runs)."""
 
     model_config = ConfigDict(extra="allow")
@@ -51,8 +51,8 @@ class PublishedFigures(BaseModel):
     """The figures of W (``csv``, ``parquet``) and SE (sizes); queries carry none."""
 
     model_config = ConfigDict(extra="allow")
-    csv: LoadFigures | None = None
-    parquet: LoadFigures | None = None
+    csv: WLoadFigures | None = None
+    parquet: WLoadFigures | None = None
     bytes: dict[str, int] | None = None
     measured: str | None = None
     engine_bytes: int | None = None
@@ -70,6 +70,18 @@ def _query_text(info: EngineInfo, qid: str) -> QueryText | None:
     text = path.read_text()
     return QueryText(file=f"engines/{info.name}/queries/{path.name}", text=text,
                      sha256=hashlib.sha256(text.encode()).hexdigest())
+
+
+#: The capability W and SE each need of an engine, and how its absence reads.
+NEEDS: dict[str, tuple[type, str]] = {"W": (BulkLoad, "no bulk-load capability"),
+                                      "SE": (Storage, "no storage capability")}
+
+
+def missing(engine: type[Engine], info: EngineInfo, bench: str) -> str | None:
+    """Why ``engine`` cannot run W or SE (``bench``): it lacks the capability (the reason its
+    engine.toml gives, else a generic one); ``None`` when it can."""
+    cap, generic = NEEDS[bench]
+    return None if issubclass(engine, cap) else info.unsupported.get(bench, generic)
 
 
 class PublishedSuite(Suite):
@@ -231,8 +243,8 @@ class _Cells:
                 "detail": r["detail"]}
 
     def w(self) -> Record:
-        if "W" in self.info.unsupported:
-            return self.ctx.make("W", "not_applicable", self.info.unsupported["W"])
+        if (why := missing(self.ctx.engine, self.info, "W")) is not None:
+            return self.ctx.make("W", "not_applicable", why)
         figures: dict[str, Any] = {}
         return self.worker.attempt("W", lambda: self._w(figures), figures=figures)
 
@@ -269,8 +281,8 @@ class _Cells:
         return self.ctx.make("W", "ok", verified=True, samples_ns=[round(csv["seconds"] * 1e9)], figures=figures)
 
     def se(self) -> Record:
-        if "SE" in self.info.unsupported:
-            return self.ctx.make("SE", "not_applicable", self.info.unsupported["SE"])
+        if (why := missing(self.ctx.engine, self.info, "SE")) is not None:
+            return self.ctx.make("SE", "not_applicable", why)
         return self.worker.attempt("SE", self._se)
 
     def _se(self) -> Record:

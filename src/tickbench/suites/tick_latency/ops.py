@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from tickbench import latency
-from tickbench.engines.base import Engine
+from tickbench.engines.base import Engine, Ingest, capability
 from tickbench.run.visibility import wait_visible
 from tickbench.suites.ingest import TICK_BASE_NS, TICK_STEP_NS, tick_row, tick_syms
 
@@ -28,13 +28,14 @@ def tick_rep(adapter: Engine, store: Path, x: int, y: int, batch: int) -> dict[s
     """One repetition of a tick-latency cell in a fresh store: write ``x*y`` events one per
     write (``batch`` 1) or ``batch`` per write, then read each ticker back in time order and
     check every row. Returns seconds, histograms and the rows written and read."""
+    ingest = capability(adapter, Ingest)
     shutil.rmtree(store, ignore_errors=True)
     syms = tick_syms(x)
     n = x * y
     write_h, read_h = latency.new(), latency.new()
-    adapter.ingest_open(store)
+    ingest.ingest_open(store)
     try:
-        client = adapter.ingest_client()
+        client = ingest.ingest_client()
         engine_ns = 0
         t_start = perf()
         for lo in range(0, n, batch):
@@ -53,13 +54,13 @@ def tick_rep(adapter: Engine, store: Path, x: int, y: int, batch: int) -> dict[s
         t_start = perf()
         for k, sym in enumerate(syms):
             t0 = perf()
-            table = adapter.ingest_read("trades", sym)
+            table = ingest.ingest_read("trades", sym)
             latency.record(read_h, perf() - t0)
             read_rows += table.num_rows
             wrong = wrong or _check_ticker(table, k, x, y)
         read_ns = perf() - t_start
     finally:
-        adapter.ingest_close()
+        ingest.ingest_close()
         shutil.rmtree(store, ignore_errors=True)
     return {"written": n, "read": read_rows, "wrong": wrong, "write_ns": write_ns, "engine_write_ns": engine_ns,
             "read_ns": read_ns, "write_hdr": latency.encode(write_h), "read_hdr": latency.encode(read_h)}

@@ -30,7 +30,15 @@ from tickbench.report.terminal import print_summary
 from tickbench.results import Results, ResultsError
 from tickbench.run.cell import Protocol
 from tickbench.run.endpoints import EndpointError, merge_endpoints, parse_endpoint, read_config
-from tickbench.run.session import RunConfig, RunError, check_endpoints, check_engines, disk_shortfall, run
+from tickbench.run.session import (
+    RunConfig,
+    RunError,
+    RunInterrupted,
+    check_endpoints,
+    check_engines,
+    disk_shortfall,
+    run,
+)
 from tickbench.suites.base import OptionError
 from tickbench.suites.registry import V1, chosen, read_results, resume_config, suite_names
 from tickbench.suites.registry import suites as all_suites
@@ -270,7 +278,13 @@ def _run_and_report(cfg: RunConfig) -> None:
         def progress(label: str, done: int, total: int) -> None:
             bar.update(task, description=label, completed=done, total=total)
 
-        results = run(cfg, progress)
+        try:
+            results = run(cfg, progress)
+        except RunInterrupted as stop:
+            err.print(f"interrupted by {stop.signame}: the engine under way was stopped, {stop.interrupted} "
+                      f"cell(s) recorded as interrupted; {cfg.out / 'results.json'} is valid; "
+                      f"`tickbench run --resume {cfg.out}` runs the rest", highlight=False, soft_wrap=True)
+            raise typer.Exit(130) from None
     write_reports(results, cfg.out)
     print_summary(results, all_suites().values(), console)
     out = cfg.out

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 SCHEMA_VERSION = 2
 PROTOCOL_VERSION = "1"  # the timing protocol (warm-up, repetitions, clocks); see METHODOLOGY.md
 
-Status = Literal["ok", "wrong", "timeout", "error", "unsupported", "not_applicable", "unavailable"]
+Status = Literal["ok", "wrong", "timeout", "error", "unsupported", "not_applicable", "unavailable", "interrupted"]
 
 
 class Stats(BaseModel):
@@ -167,12 +167,17 @@ class Results(BaseModel):
         return list(dict.fromkeys(r.engine for r in self.records))
 
     def write(self, path: Path) -> None:
-        """Write atomically: a reader never sees a half-written file."""
+        """Write atomically: a reader never sees a half-written file, and a write that fails
+        (a full disk) leaves the previous file as it was and no temporary file behind."""
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
-            f.write(self.model_dump_json(indent=1))
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(self.model_dump_json(indent=1))
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 class ResultsError(Exception):

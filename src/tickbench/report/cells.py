@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from tickbench.results import Record, Results
 
 MARK = {"ok": "✔", "wrong": "✘", "timeout": "⏱", "error": "✘", "unsupported": "—",
-        "not_applicable": "n/a", "unavailable": "—"}
+        "not_applicable": "n/a", "unavailable": "—", "interrupted": "⏸"}
 STATUS_LABEL = {"wrong": "✘ wrong", "timeout": "⏱ timeout", "error": "✘ error", "unsupported": "— unsupported",
-                "not_applicable": "n/a", "unavailable": "— unavailable"}
+                "not_applicable": "n/a", "unavailable": "— unavailable", "interrupted": "⏸ interrupted"}
 #: A cell is transport-bound when its client time exceeds the engine's own time by more than
 #: this share of the client time, and by more than ``TRANSPORT_FLOOR_MS``: the figure then
 #: measures the result's way to the client more than the engine.

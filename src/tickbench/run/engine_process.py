@@ -21,11 +21,13 @@ This module is private to :mod:`tickbench.run`: suites reach engine processes th
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import signal
 import time
 import traceback
+import weakref
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -68,9 +70,26 @@ class MemoryBudgetExceeded(WorkerDied):
 SAMPLE_S = 0.25  # how often the parent samples the engine's resident memory while it waits
 
 
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent ends
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this process when the process that started it ends (a runner
+    killed outright must not leave engine processes, nor their servers, behind); exit at once
+    if it already has."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before the request took effect
+        os._exit(1)
+
+
 def _serve(conn: Connection, engine: str, workdir: str, data: str, params: dict[str, Any],
-           ops: Mapping[str, WorkerOp]) -> None:
+           ops: Mapping[str, WorkerOp], parent: int) -> None:
     """The engine process's loop: one request in, one reply out."""
+    die_with_parent(parent)
+    # Ctrl-C reaches the whole terminal's process group: the runner handles it and stops this
+    # process itself (recording the cells it interrupted), so the signal must not kill it first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("POLARS_MAX_THREADS", str(os.cpu_count() or 1))
     qp = params_from_dict(params)
     cls = adapter_class(engine)
@@ -151,9 +170,10 @@ class EngineProcess:
     def spawn(self) -> None:
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, *self.args), daemon=True,
+        self.proc = ctx.Process(target=_serve, args=(child, *self.args, os.getpid()), daemon=True,
                                 name=f"tickbench-{self.engine}")
         self.proc.start()
+        _live.add(self)
         child.close()
         self.conn = parent
 
@@ -245,8 +265,12 @@ class EngineProcess:
         return killed
 
     def close(self, timeout: float = 120.0) -> None:
-        """Stop the engine cleanly, or kill it if it does not stop in time."""
+        """Stop the engine cleanly, or kill it if it does not stop in time (at once while the
+        run is being stopped by a signal)."""
         if self.proc is None:
+            return
+        if _stopping:
+            self.kill()
             return
         try:
             self.call(timeout, op="exit")
@@ -256,3 +280,29 @@ class EngineProcess:
             pass
         finally:
             self.kill()
+
+
+_live: weakref.WeakSet[EngineProcess] = weakref.WeakSet()  # every engine process spawned, while referenced
+_stopping = False  # set when the run is being stopped by a signal: engine processes are killed, not closed
+
+
+def stop_all() -> int:
+    """Kill every live engine process and the servers each started (the run is being stopped);
+    from then on :meth:`EngineProcess.close` kills instead of waiting. Returns how many."""
+    global _stopping
+    _stopping = True
+    alive = [p for p in list(_live) if p.proc is not None]
+    for p in alive:
+        p.kill()
+    return len(alive)
+
+
+def stopping() -> bool:
+    """Whether the run is being stopped by a signal."""
+    return _stopping
+
+
+def resume_normal() -> None:
+    """Close engine processes cleanly again (a new run in the same process, e.g. in tests)."""
+    global _stopping
+    _stopping = False

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
+import fcntl
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,10 +25,11 @@ from typing import Any
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import ENDPOINTS_ENV, Endpoint, EngineUnavailable, Server
 from tickbench.engines.registry import adapter, adapter_class, availability, engine_infos
+from tickbench.engines.server import stop_leftovers
 from tickbench.params import QueryParams, query_params
 from tickbench.reference import ReferenceAnswers
 from tickbench.results import DatasetInfo, Record, Results, RunSettings, V1Names, read_results
-from tickbench.run import environment
+from tickbench.run import engine_process, environment
 from tickbench.run.cell import CellContext, Options, PhaseClock, Protocol, RunnableSuite, free_bytes
 from tickbench.run.memory import own_peak_rss
 
@@ -207,11 +212,79 @@ def resume_config(out: Path, known: Mapping[str, RunnableSuite], redo: list[str]
     )
 
 
+class RunInterrupted(BaseException):
+    """The run was asked to stop (SIGINT, SIGTERM or SIGHUP): the current engine was stopped,
+    its unfinished cells recorded as ``interrupted`` (``--resume`` runs them), and
+    ``results.json`` left valid. A ``BaseException``, so no cell's error handling takes it."""
+
+    def __init__(self, signame: str, interrupted: int = 0) -> None:
+        super().__init__(signame)
+        self.signame = signame
+        self.interrupted = interrupted
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def stopping_on_signals() -> Iterator[None]:
+    """While the run goes on, the first SIGINT, SIGTERM or SIGHUP stops it: every engine process
+    (and its servers) is killed and :class:`RunInterrupted` raised in the runner; a further
+    signal changes nothing. Outside the main thread (no handlers there) this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    raised: list[str] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if raised:
+            return
+        raised.append(signal.Signals(signum).name)
+        engine_process.stop_all()
+        raise RunInterrupted(raised[0])
+
+    before = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in before.items():
+            signal.signal(sig, old)
+        engine_process.resume_normal()
+
+
+LOCK_FILE = ".tickbench-run.lock"  # in --out, held for the life of a run
+
+
+@contextlib.contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """An exclusive lock on ``out`` for the life of a run: a second run into the same directory
+    (a second ``--resume``) is refused, naming the one that holds it."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = path.read_text().strip() or "another process"
+            raise RunError(f"--out {out}: another tickbench run ({holder}) is using it; wait for it to end, "
+                           "or choose another --out") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}".encode())
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)  # while still held: nothing else can have it
+    finally:
+        os.close(fd)  # the lock goes with the descriptor
+
+
 def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
     """Run the suite on every engine and write ``results.json`` after every cell.
 
     With ``cfg.resume`` the run continues the one recorded in ``cfg.out``: cells already
-    recorded are kept as they are and not run again."""
+    recorded are kept as they are and not run again (an ``interrupted`` cell is run again).
+    A signal stops the run (:class:`RunInterrupted`), leaving ``results.json`` valid."""
     check_engines(cfg.engines)
     if not cfg.suites:
         raise RunError("no suite to run")
@@ -220,7 +293,10 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
     params = query_params(ds.params, cfg.seed)
     with endpoints_env(cfg.endpoints):
         preflight_endpoints(cfg, ds, params)
-        return _run(cfg, ds, params, progress)
+        if cfg.resume and not (cfg.out / "results.json").is_file():
+            raise RunError(f"--resume {cfg.out}: no results.json there; nothing to resume")
+        with locked(cfg.out), stopping_on_signals():
+            return _run(cfg, ds, params, progress)
 
 
 def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | None) -> Results:
@@ -235,14 +311,16 @@ def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | 
             results.records = [r for r in results.records if r.engine not in cfg.redo]
             for name in cfg.redo:
                 results.environment.engines.pop(name, None)
+        results.records = [r for r in results.records if r.status != "interrupted"]  # run again
     elif results_path.exists():
         raise RunError(f"--out {cfg.out}: already holds results.json; choose another directory, "
                        f"or continue that run with `tickbench run --resume {cfg.out}`")
     else:
         results = _new_results(cfg, ds, params)
+    # Servers an earlier run of this directory started and could not stop (it was killed).
+    stop_leftovers(cfg.out / "work")
     done_cells = {(r.engine, r.benchmark) for r in results.records}
-    cfg.out.mkdir(parents=True, exist_ok=True)
-    results.write(results_path)
+    _write(results, results_path, cfg.out / "work")
     protocol = cfg.protocol
     if protocol.save_answers is not None:
         protocol = Protocol(**{**protocol.__dict__, "save_answers": cfg.out / "answers"})
@@ -257,7 +335,8 @@ def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | 
         if not todo_all:
             continue
         done = len(cells) - len(todo_all)
-
+        recorded: set[str] = set()
+        workdir = cfg.out / "work" / name
         meta: dict[str, Any] = {}
 
         def announce(what: str, name: str = name, total: int = len(cells)) -> None:
@@ -266,11 +345,13 @@ def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | 
 
         clock = PhaseClock(meta, announce)
 
-        def on_record(rec: Record, name: str = name, total: int = len(cells), clock: PhaseClock = clock) -> None:
+        def on_record(rec: Record, name: str = name, total: int = len(cells), clock: PhaseClock = clock,
+                      recorded: set[str] = recorded, workdir: Path = workdir) -> None:
             nonlocal done
             clock.lap(rec.benchmark)
             results.records.append(rec)
-            results.write(results_path)
+            recorded.add(rec.benchmark)
+            _write(results, results_path, workdir)
             done += 1
             if progress:
                 progress(f"{name}: {rec.benchmark}", done, total)
@@ -283,37 +364,71 @@ def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | 
                                  status="unavailable", reason=avail.reason))
             results.environment.engines[name] = {"available": False, "kind": infos[name].kind, "reason": avail.reason}
             continue
-        workdir = cfg.out / "work" / name
         if workdir.exists():
             shutil.rmtree(workdir)
-        for suite in cfg.suites:
-            todo = [b for s, b in todo_all if s is suite]
-            if name in cfg.endpoints:
-                for bench in [b for b in todo if b in suite.endpoint_unmeasured]:
-                    todo.remove(bench)
-                    on_record(Record(engine=name, benchmark=bench, suite=suite.name,
-                                     category=suite.category(bench), status="unsupported",
-                                     reason=suite.endpoint_unmeasured[bench]))
-            if not todo:
-                continue
-            ctx = CellContext(suite=suite, info=infos[name], engine=cls, ds=ds, params=params, refs=refs,
-                              workdir=workdir / suite.name, protocol=protocol, opts=cfg.opts(suite),
-                              seed=cfg.seed, on_record=on_record, shared=shared.setdefault(suite.name, {}),
-                              meta=meta, clock=clock)
-            reason = suite.requires(cls, infos[name])
-            if reason is not None:
-                for bench in todo:
-                    ctx.record(bench, "unsupported", reason)
-                continue
-            suite.run(ctx, todo)
+        try:
+            for suite in cfg.suites:
+                todo = [b for s, b in todo_all if s is suite]
+                if name in cfg.endpoints:
+                    for bench in [b for b in todo if b in suite.endpoint_unmeasured]:
+                        todo.remove(bench)
+                        on_record(Record(engine=name, benchmark=bench, suite=suite.name,
+                                         category=suite.category(bench), status="unsupported",
+                                         reason=suite.endpoint_unmeasured[bench]))
+                if not todo:
+                    continue
+                ctx = CellContext(suite=suite, info=infos[name], engine=cls, ds=ds, params=params, refs=refs,
+                                  workdir=workdir / suite.name, protocol=protocol, opts=cfg.opts(suite),
+                                  seed=cfg.seed, on_record=on_record, shared=shared.setdefault(suite.name, {}),
+                                  meta=meta, clock=clock)
+                reason = suite.requires(cls, infos[name])
+                if reason is not None:
+                    for bench in todo:
+                        ctx.record(bench, "unsupported", reason)
+                    continue
+                suite.run(ctx, todo)
+        except RunInterrupted as stop:
+            engine_process.stop_all()
+            stop_leftovers(workdir)
+            why = (f"interrupted by {stop.signame} before it finished; `tickbench run --resume {cfg.out}` runs it")
+            left = [(s, b) for s, b in todo_all if b not in recorded]
+            for suite, bench in left:
+                on_record(Record(engine=name, benchmark=bench, suite=suite.name, category=suite.category(bench),
+                                 status="interrupted", reason=why))
+            results.environment.engines[name] = {"available": True, "kind": infos[name].kind, **meta,
+                                                 "interrupted": stop.signame}
+            _write(results, results_path, workdir)
+            shutil.rmtree(cfg.out / "work", ignore_errors=True)
+            raise RunInterrupted(stop.signame, len(left)) from None
         if "version" not in meta:
             meta.update(_engine_meta(name))
         results.environment.engines[name] = {"available": True, "kind": infos[name].kind, **meta}
         results.environment.runner_peak_rss_bytes = own_peak_rss()
-        results.write(results_path)
+        _write(results, results_path, workdir)
         shutil.rmtree(workdir, ignore_errors=True)
     shutil.rmtree(cfg.out / "work", ignore_errors=True)
     return results
+
+
+def _write(results: Results, path: Path, workdir: Path) -> None:
+    """Write ``results.json``; on a full disk, remove the engine's working directory (what filled
+    it) and try once more, and when that fails too, stop the run naming the disk."""
+    try:
+        results.write(path)
+        return
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+    stop_leftovers(workdir)
+    shutil.rmtree(workdir, ignore_errors=True)
+    try:
+        results.write(path)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        raise RunError(f"the disk under {path.parent} is full ({free_bytes(path.parent) / 1e9:.1f} GB free even "
+                       f"after removing {workdir}): {path.name} could not be written; free space there, then "
+                       f"`tickbench run --resume {path.parent}`") from None
 
 
 def engine_cells(name: str, cfg: RunConfig) -> list[tuple[RunnableSuite, str]]:

@@ -90,7 +90,7 @@ def _verdict(r: Record | None) -> Item:
         return Item("✔", "ok") if r.verified is not False else Item("✔", "ok", "not verifiable")
     label = {"wrong": "✘ wrong answer", "error": "✘ error", "timeout": "⏱ timeout",
              "unsupported": "not supported", "not_applicable": "not applicable",
-             "unavailable": "engine unavailable"}[r.status]
+             "unavailable": "engine unavailable", "interrupted": "⏸ interrupted"}[r.status]
     return Item(label, _style(r), r.reason)
 
 

@@ -143,3 +143,23 @@ def test_a_disk_that_fills_up_is_recorded_not_a_traceback(tiny_dir: Path, tmp_pa
         assert not list(out.glob(".results-*.json")) and not (out / "work").exists()
     finally:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_default_tick_latency_run_is_bounded_by_the_cell_budget(tiny_dir: Path, tmp_path: Path) -> None:
+    """The default tick-latency matrix (up to 100 × 100,000 single writes a cell) on DuckDB with a
+    3 s budget: every cell ends, the large ones stopped at the budget with what they measured
+    (events written and read back, rate, latency), and the run goes on to the end."""
+    out = tmp_path / "tick"
+    done = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--engines", "duckdb", "--suite",
+                           "tick-latency", "--data", str(tiny_dir), "--out", str(out), "--cell-budget", "3"],
+                          capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr
+    records = _records(out)
+    assert len(records) == 12 and all(r["status"] == "ok" for r in records)
+    stopped = [r for r in records if r["figures"]["stopped_at_budget"]]  # type: ignore[index]
+    assert stopped, "no cell reached a 3 s budget"
+    for r in stopped:
+        f = r["figures"]
+        assert 0 < f["written"] < 3 * f["events"]  # type: ignore[index,operator]  # 3 repetitions asked
+        assert f["events_per_s"] > 0 and f["latency"]["count"] > 0  # type: ignore[index,operator]
+        assert "stopped at the cell budget of 3 s" in str(r["notes"])

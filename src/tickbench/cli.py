@@ -162,6 +162,9 @@ def run_cmd(
     cold: Annotated[
         bool, typer.Option(help="restart the engine and drop the page cache before each repetition")
     ] = False,
+    cell_budget: Annotated[float, typer.Option(
+        help="seconds a cell may take beyond its warm-up: past it, the cell stops and records what it measured")
+    ] = 60.0,
     save_answers: Annotated[bool, typer.Option(help="write answers/<engine>/<ID>.parquet")] = False,
     jobs: Annotated[int, typer.Option(help="generator worker processes")] = 2,
     resume: Annotated[
@@ -214,6 +217,8 @@ def run_cmd(
             raise RunError(f"--timeout {timeout}: must be positive")
         if load_timeout <= 0:
             raise RunError(f"--load-timeout {load_timeout}: must be positive")
+        if not cell_budget > 0:
+            raise RunError(f"--cell-budget {cell_budget}: must be a positive number of seconds")
         try:
             options = {s.name: {o.name: o.value(suite_opts[o.name]) if o.name in suite_opts else o.default
                                 for o in s.options} for s in picked}
@@ -227,7 +232,7 @@ def run_cmd(
         cfg = RunConfig(
             engines=names, data=data, out=out, seed=seed, suites=picked, suite=suite,
             protocol=Protocol(repetitions=repetitions, timeout_s=timeout, load_timeout_s=load_timeout, cold=cold,
-                              save_answers=out / "answers" if save_answers else None),
+                              save_answers=out / "answers" if save_answers else None, cell_budget_s=cell_budget),
             options=options, endpoints=endpoints, v1=V1,
         )
         _run_and_report(cfg)

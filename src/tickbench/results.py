@@ -138,6 +138,7 @@ class RunSettings(BaseModel):
     load_repetitions: int
     cold: bool
     save_answers: bool
+    cell_budget_s: float = 60.0
     options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     endpoints: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

@@ -44,8 +44,8 @@ from tickbench.run.engine_process import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["FAILURES", "CellContext", "CellTimeout", "EngineError", "Options", "Protocol", "RunnableSuite",
-           "Worker", "WorkerDied", "WorkerOp"]
+__all__ = ["FAILURES", "Budget", "CellContext", "CellTimeout", "EngineError", "Options", "Protocol",
+           "RunnableSuite", "Worker", "WorkerDied", "WorkerOp"]
 
 FAILURES = (CellTimeout, WorkerDied, EngineError)
 Options = dict[str, Any]  # one suite's option values, by option name
@@ -101,6 +101,29 @@ class Protocol:
     load_repetitions: int = 3  # W: each path this many times, interleaved; the median is reported
     cold: bool = False
     save_answers: Path | None = None  # directory for answers/<engine>/<ID>.parquet
+    #: Seconds a cell may take (beyond its warm-up and verification): a cell that reaches it
+    #: stops, and records what it measured so far, marked as stopped at the budget.
+    cell_budget_s: float = 60.0
+
+
+class Budget:
+    """A cell's time budget, on the runner's clock (:attr:`Protocol.cell_budget_s`)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        """Seconds left (0 once spent)."""
+        return max(0.0, self.end - time.monotonic())
+
+    def spent(self) -> bool:
+        return self.left() == 0.0
+
+    def note(self, done: int, asked: int, what: str) -> str:
+        """The record's note for a cell stopped at the budget after ``done`` of ``asked`` ``what``."""
+        return (f"stopped at the cell budget of {self.seconds:g} s after {done:,} of {asked:,} {what} "
+                "(raise it with --cell-budget)")
 
 
 class PhaseClock:
@@ -182,6 +205,10 @@ class CellContext:
         return Record(engine=self.info.name, benchmark=bench, suite=self.suite.name,
                       category=self.suite.category(bench), status=status, reason=reason,  # type: ignore[arg-type]
                       figures=figures, **extra)
+
+    def budget(self) -> Budget:
+        """The time budget of one cell, starting now."""
+        return Budget(self.protocol.cell_budget_s)
 
     def worker(self, name: str, ds: Dataset | None = None, load: bool = False) -> Worker:
         """A worker for the engine over ``workdir/name`` (not started yet)."""

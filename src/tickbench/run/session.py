@@ -151,7 +151,7 @@ def settings_of(cfg: RunConfig) -> RunSettings:
     return RunSettings(engines=cfg.engines, data=str(cfg.data.resolve()), seed=cfg.seed, suite=cfg.suite,
                        repetitions=p.repetitions, warmup=p.warmup, timeout_s=p.timeout_s,
                        load_timeout_s=p.load_timeout_s, load_repetitions=p.load_repetitions, cold=p.cold,
-                       save_answers=p.save_answers is not None,
+                       save_answers=p.save_answers is not None, cell_budget_s=p.cell_budget_s,
                        options=options_json({s.name: cfg.opts(s) for s in cfg.suites}),
                        endpoints={n: e.as_json() for n, e in cfg.endpoints.items()})
 
@@ -202,7 +202,8 @@ def resume_config(out: Path, known: Mapping[str, RunnableSuite], redo: list[str]
         engines=list(c.engines), data=Path(c.data), out=out, seed=c.seed, suites=suites, suite=c.suite,
         protocol=Protocol(repetitions=c.repetitions, warmup=c.warmup, timeout_s=c.timeout_s,
                           load_timeout_s=c.load_timeout_s, load_repetitions=c.load_repetitions,
-                          cold=c.cold, save_answers=out / "answers" if c.save_answers else None),
+                          cold=c.cold, save_answers=out / "answers" if c.save_answers else None,
+                          cell_budget_s=c.cell_budget_s),
         resume=True,
         redo=list(redo or []),
         options={s.name: s.options_from_json(c.options.get(s.name, {})) for s in suites},

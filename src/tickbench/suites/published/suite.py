@@ -198,7 +198,12 @@ class _Cells:
         memories: list[int] = []
         engine_memories: list[int] = []
         cold_note = ""
+        stopped = ""
+        budget = self.ctx.budget()
         for _ in range(proto.repetitions):
+            if samples and budget.spent():
+                stopped = budget.note(len(samples), proto.repetitions, "timed repetitions")
+                break
             if proto.cold:
                 cold_note = self._cold_restart()
             r = call(proto.timeout_s, op="query", qid=qid, answer=False)
@@ -218,9 +223,10 @@ class _Cells:
             memory = Memory(bytes=max(engine_memories), kind="engine-reported peak")
         elif memories:
             memory = Memory(bytes=max(memories), kind=first["memory_kind"])
+        notes = "; ".join(x for x in (first.get("notes", ""), stopped) if x)
         return self.ctx.make(qid, "ok", verified=True, mode=mode, cold_note=cold_note, samples_ns=samples,
                              server_samples_ns=server, stats=Stats.of(samples), memory=memory,
-                             rows=expected.height, query=query, notes=first.get("notes", ""), plan=plan)
+                             rows=expected.height, query=query, notes=notes, plan=plan)
 
     def _cold_restart(self) -> str:
         timeout = self.protocol.load_timeout_s

@@ -152,6 +152,7 @@ class ScalingSuite(Suite):
               note: str) -> Record:
         points: list[dict[str, Any]] = []
         proto = ctx.protocol
+        budget = ctx.budget()
         for ds, worker in workers:
             for span in ctx.opts["scaling_spans"]:
                 sp = span_params(ctx.params, span, ctx.seed)
@@ -168,8 +169,12 @@ class ScalingSuite(Suite):
                     if not verdict.ok:
                         return ctx.make(bench, "wrong", f"scale {ds.manifest.scale:g}, {span}: {verdict.reason}",
                                         verified=False, figures={"points": points})
-                    samples = [worker.call(proto.timeout_s, op="query", qid=qid, answer=False)["ns"]
-                               for _ in range(proto.repetitions)]
+                    samples: list[int] = []
+                    for _ in range(proto.repetitions):  # at least one per point; then within the budget
+                        if samples and budget.spent():
+                            point["stopped_at_budget"] = True
+                            break
+                        samples.append(worker.call(proto.timeout_s, op="query", qid=qid, answer=False)["ns"])
                     point.update(rows=expected.height, samples_ns=samples,
                                  median_ms=statistics.median(samples) / 1e6)
                     return ctx.make(bench, "ok")

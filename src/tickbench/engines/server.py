@@ -326,6 +326,13 @@ class ServerProcess:
         self.proc = None
 
 
+def where_password(endpoint: Endpoint) -> str:
+    """Where the password for ``endpoint`` comes from, for messages."""
+    if endpoint.password_env:
+        return f"password from ${endpoint.password_env}"
+    return "password from the client's usual variables, e.g. $PGPASSWORD, or none"
+
+
 PID_SUFFIX = ".server-pid"  # beside a server's log: "pid create_time" of the server tickbench started
 
 
@@ -624,7 +631,7 @@ class ServerEngine(Engine, SharedReaders, Server):
             self.attached = False
             raise EngineUnavailable(f"{endpoint.describe()} cannot be used: {type(exc).__name__}: {exc}; "
                                     f"check the host, the port and the credentials "
-                                    f"(password from ${endpoint.password_env or 'the client variables'})") from exc
+                                    f"({where_password(endpoint)})") from exc
         try:
             self.connect()
             self.check_endpoint()

@@ -49,6 +49,7 @@ import pyarrow.parquet as pq
 from tickbench import __version__
 from tickbench.data import calendar as cal
 from tickbench.data.cluster import ClusterError, check_address, cluster_map
+from tickbench.data.derive import derive_params
 from tickbench.data.generator import generate_partition
 from tickbench.data.schema import SCHEMAS, TABLES
 
@@ -397,8 +398,6 @@ def expected_params(m: Manifest) -> dict[str, Any]:
     if m.source == "generated":
         return default_params()
     if isinstance(m.source, str) and m.source.startswith("import:"):
-        from tickbench.data.importers import derive_params  # the importers build on this module
-
         if not m.partitions:
             raise DatasetError("an imported dataset without partitions; re-import it")
         return derive_params(m.partitions)

@@ -353,36 +353,24 @@ _ENTRY_TYPES = {"table": str, "day": str, "exchange": str, "sym": str, "path": s
 
 
 def check_manifest(directory: Path, m: Manifest) -> None:
-    """Refuse a manifest whose entries are not what this tickbench writes: a partition entry
-    with a missing or mistyped field, a name :func:`name_problem` refuses, a path other than
-    :func:`partition_path` of its own (table, day, exchange, sym), any path leading outside
-    ``directory``; and parameters other than those its data determine (:func:`expected_params`),
-    which the content hash does not cover."""
+    """Refuse a manifest whose entries are not what this tickbench writes: a path leading
+    outside ``directory``; a partition entry (one per table, day, exchange, sym) with a missing
+    or mistyped field, a name :func:`name_problem` refuses, or a path other than
+    :func:`partition_path` of its own fields; and parameters other than those its data
+    determine (:func:`expected_params`), which the content hash does not cover."""
     where = directory / MANIFEST
     fix = "the manifest was edited or written by something else: regenerate or re-import the dataset"
     if not isinstance(m.partitions, list) or not isinstance(m.csv, dict) or not isinstance(m.params, dict):
         raise DatasetError(f"{where}: partitions, csv or params of the wrong type; {fix}")
     for i, e in enumerate(m.partitions):
-        bad = [k for k, t in _ENTRY_TYPES.items() if not isinstance(e, dict) or not isinstance(e.get(k), t)]
-        if bad:
-            raise DatasetError(f"{where}: partition entry {i} lacks {', '.join(bad)} (or has the wrong type); {fix}")
-        for key in ("exchange", "sym"):
-            if (problem := name_problem(e[key])) is not None:
-                raise DatasetError(f"{where}: partition entry {i} has {key} {shown(e[key])}: {problem}; "
-                                   "this tickbench refuses such names")
-        try:
-            day = dt.date.fromisoformat(e["day"])
-        except ValueError:
-            raise DatasetError(f"{where}: partition entry {i} has day {shown(e['day'])}, not a date; {fix}") from None
-        if e["table"] not in TABLES or e["path"] != partition_path(e["table"], day, e["exchange"], e["sym"]):
-            raise DatasetError(f"{where}: partition entry {i} ({shown(e['table'])}, {e['day']}, "
-                               f"{shown(e['exchange'])}, {shown(e['sym'])}) names the path {shown(e['path'])}, "
-                               f"not the layout's; {fix}")
+        if not isinstance(e, dict) or not isinstance(e.get("path"), str) or not isinstance(e.get("table"), str):
+            raise DatasetError(f"{where}: partition entry {i} has no table or path; {fix}")
         inside(directory, e["path"], f"partition entry {i}'s path")
+        if "exchange" in e or "sym" in e:  # a partition of one (exchange, sym): the layout above
+            _check_partition_entry(where, i, e, fix)
     for table, e in m.csv.items():
-        if table not in TABLES or not isinstance(e, dict) or not isinstance(e.get("path"), str):
-            raise DatasetError(f"{where}: csv entry {shown(table)} is not one of {', '.join(TABLES)} with a path; "
-                               f"{fix}")
+        if not isinstance(e, dict) or not isinstance(e.get("path"), str):
+            raise DatasetError(f"{where}: csv entry {shown(table)} has no path; {fix}")
         inside(directory, e["path"], f"the {table} CSV's path")
     expected = expected_params(m)
     if m.params != expected:
@@ -390,6 +378,24 @@ def check_manifest(directory: Path, m: Manifest) -> None:
                          for k, v in expected.items() if m.params.get(k) != v) or "extra keys"
         raise DatasetError(f"{where}: parameters not those its data determine: {diff}. The content hash does "
                            f"not cover them, so a run would claim it measured this dataset; {fix}")
+
+
+def _check_partition_entry(where: Path, i: int, e: dict[str, Any], fix: str) -> None:
+    bad = [k for k, t in _ENTRY_TYPES.items() if not isinstance(e.get(k), t)]
+    if bad:
+        raise DatasetError(f"{where}: partition entry {i} lacks {', '.join(bad)} (or has the wrong type); {fix}")
+    for key in ("exchange", "sym"):
+        if (problem := name_problem(e[key])) is not None:
+            raise DatasetError(f"{where}: partition entry {i} has {key} {shown(e[key])}: {problem}; "
+                               "this tickbench refuses such names")
+    try:
+        day = dt.date.fromisoformat(e["day"])
+    except ValueError:
+        raise DatasetError(f"{where}: partition entry {i} has day {shown(e['day'])}, not a date; {fix}") from None
+    if e["table"] not in TABLES or e["path"] != partition_path(e["table"], day, e["exchange"], e["sym"]):
+        raise DatasetError(f"{where}: partition entry {i} ({shown(e['table'])}, {e['day']}, "
+                           f"{shown(e['exchange'])}, {shown(e['sym'])}) names the path {shown(e['path'])}, "
+                           f"not the layout's; {fix}")
 
 
 def expected_params(m: Manifest) -> dict[str, Any]:

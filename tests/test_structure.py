@@ -197,3 +197,11 @@ def test_the_clock_check_catches_polling_through_the_lifecycle(tmp_path: Path) -
                    "def _settle(self, db):\n"
                    "    self.server.wait_ready(lambda: settled(self.root, db), timeout=3600.0)\n")
     assert _clock_uses(old) == ["wait_ready(", "imports tickbench.run.visibility"]
+
+
+def test_engine_processes_are_the_runners_alone() -> None:
+    """Suites reach engine processes only through ``run/cell.py``'s Worker: nothing outside the
+    runner imports the module that spawns them."""
+    bad = sorted(mod for mod, deps in _graph().items()
+                 if "tickbench.run.engine_process" in deps and not mod.startswith("tickbench.run"))
+    assert not bad, "import tickbench.run.engine_process outside the runner: " + ", ".join(bad)

@@ -82,8 +82,8 @@ def test_a_second_process_cannot_open_a_held_path(tiny: Dataset, tiny_params: Qu
     engine = adapter("chdb", tmp_path, tiny, tiny_params)
     engine.start()
     try:
-        code = ("from pathlib import Path; from tickbench.engines.registry import adapter_class; "
-                f"adapter_class('chdb')(Path({str(tmp_path)!r}), None, None).start()")
+        code = ("from pathlib import Path; from tickbench.engines.registry import adapter_class, engine_infos; "
+                f"adapter_class('chdb')(engine_infos()['chdb'], Path({str(tmp_path)!r}), None, None).start()")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert out.returncode != 0 and "another process may hold it" in out.stderr
     finally:

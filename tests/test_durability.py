@@ -10,12 +10,12 @@ import pyarrow as pa
 import pytest
 
 from tests.conftest import processes_under
+from tests.synthetic import report_markdown as render_markdown
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import rows_to_table
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.registry import adapter_class
 from tickbench.report import html
-from tickbench.report.markdown import render as render_markdown
 from tickbench.results import Results, read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.faults import FAULTS_ENV

@@ -22,7 +22,7 @@ from tickbench.run.faults import FAULTS_ENV
 from tickbench.run.session import run
 from tickbench.suites.durability.ops import ACK, SYMS, compare, kill_delay_s, read_acks
 from tickbench.suites.ingest import tick_row, tick_syms
-from tickbench.suites.registry import run_config, suite_options
+from tickbench.suites.registry import run_config, suite_options, suites
 
 OPTS = suite_options(durability_seconds=2.0, durability_writers=2)
 
@@ -81,7 +81,7 @@ def _check_cells(results: Results, engine: str) -> None:
             assert rec.verified
     md = render_markdown(results)
     assert "Durability" in md and all(s in md for s in by_setting)
-    page = html.render(results)
+    page = html.render(results, suites().values())
     assert 'id="chart-beyond-durability"' in page and all(s in page for s in by_setting)
 
 

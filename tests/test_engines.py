@@ -26,7 +26,7 @@ SERVER_TIME = {"postgres", "timescaledb", "questdb", "influxdb", "chdb"}
 # Engines that show their plan of every query, and a word each engine's own EXPLAIN prints.
 PLANS = {"duckdb": "TABLE_SCAN", "chdb": "ReadFromMergeTree", "polars": "DF [",
          "postgres": "Execution Time", "timescaledb": "Execution Time", "questdb": "scan on:",
-         "influxdb": "execution_time"}
+         "influxdb": "execution_time", "datafusion": "DataSourceExec"}
 
 
 def _engine_params() -> list[object]:

@@ -24,7 +24,7 @@ run: venv
 ## data/sf1-seed7, run the published suite on every engine (servers need `make install-servers`;
 ## an engine that is not installed is recorded as unavailable), verify, write results/paper.
 ## An interrupted run continues where it stopped; `rm -rf results/paper` starts over.
-PAPER_ENGINES ?= duckdb,chdb,polars,arcticdb,questdb,timescaledb,postgres,influxdb,kdb
+PAPER_ENGINES ?= duckdb,chdb,polars,arcticdb,datafusion,questdb,timescaledb,postgres,influxdb,kdb
 PAPER_REPETITIONS ?= 5
 # InfluxDB parses every field of the book's 80-field rows: its SF 1 load took 24 min here alone (2026-11-24), over an hour on a busy machine
 PAPER_LOAD_TIMEOUT ?= 10800

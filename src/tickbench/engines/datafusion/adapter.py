@@ -116,7 +116,13 @@ class Adapter(Engine):
 
     @classmethod
     def probe(cls) -> str:
-        return str(datafusion.__version__)
+        """The DataFusion the bindings embed (its Parquet writer's default ``created_by`` names
+        it), then the bindings' own version."""
+        rows = SessionContext(SessionConfig().with_information_schema(True)).sql(
+            "SELECT value FROM information_schema.df_settings "
+            "WHERE name = 'datafusion.execution.parquet.created_by'").to_pylist()
+        core = str(rows[0]["value"]).removeprefix("datafusion version ") if rows else "?"
+        return f"{core} (datafusion-python {datafusion.__version__})"
 
     @property
     def store(self) -> Path:

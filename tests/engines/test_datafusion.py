@@ -152,3 +152,31 @@ def test_se_counts_the_month_files(loaded, tiny_params: QueryParams) -> None:  #
     assert engine.storage_bytes() == {"parquet_files": sum(f.stat().st_size for f in files)}
     # the multi-exchange day lies outside the month here: loaded, but not counted
     assert tiny_params.multi_day not in month and (store / "book" / f"day={tiny_params.multi_day}").is_dir()
+
+
+@pytest.mark.slow
+def test_suites_beyond_the_paper(tiny: Dataset, tmp_path: Path) -> None:
+    """Concurrency (client processes over the same files) and scaling run verified; the ingest
+    suites are recorded as unsupported, with engine.toml's reason."""
+    from tickbench.engines.registry import engine_infos
+    from tickbench.run.cell import Protocol
+    from tickbench.run.session import RunConfig, run, suite_options
+
+    opts = suite_options(concurrency_clients=(1, 2), concurrency_seconds=2.0, scaling_factor=1.0,
+                         scaling_spans=("day", "week"), scaling_queries=("O-T", "O-NBBO"),
+                         tick_matrix=((2, 200),), tick_reps=1)
+
+    def records(suite: str):  # type: ignore[no-untyped-def]
+        return run(RunConfig(engines=["datafusion"], data=tiny.root, out=tmp_path / suite, seed=7, suite=suite,
+                             protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
+                             verify_dataset=False, options=opts)).records
+
+    for rec in records("concurrency"):
+        assert rec.status == "ok" and rec.verified and rec.figures["model"] == "processes", (rec.benchmark, rec.reason)
+    scaling = records("scaling")
+    assert [r.benchmark for r in scaling] == ["scaling/O-T", "scaling/O-NBBO"]
+    for rec in scaling:
+        assert rec.status == "ok" and rec.verified and len(rec.figures["points"]) == 2, (rec.benchmark, rec.reason)
+    reason = engine_infos()["datafusion"].unsupported["tick-latency"]
+    for rec in records("tick-latency"):
+        assert rec.status == "unsupported" and rec.reason == reason

@@ -11,12 +11,13 @@ from pathlib import Path
 
 from tickbench.results import Record, Results, Stats
 from tickbench.run.cell import Protocol
-from tickbench.run.session import RunConfig, run
+from tickbench.run.session import run
+from tickbench.suites.registry import run_config
 
 
 def real_run(data: Path, out: Path, seed: int, repetitions: int = 2) -> Results:
     """A real duckdb run of the published suite on ``data`` (W loaded once per path)."""
-    return run(RunConfig(engines=["duckdb"], data=data, out=out, seed=seed,
+    return run(run_config(engines=["duckdb"], data=data, out=out, seed=seed,
                          protocol=Protocol(repetitions=repetitions, load_repetitions=1)))
 
 
@@ -88,3 +89,11 @@ def many_engines(real: Results) -> Results:
         **real.environment.engines, **{e: {"version": "synthetic", "settings": {}} for e in
                                        ("chdb", "timescaledb", "influxdb", "kdb")}}})
     return real.model_copy(update={"records": records, "environment": env})
+
+
+def report_markdown(results: Results) -> str:
+    """``report.md`` of ``results`` with every suite of this tickbench, as the command line writes it."""
+    from tickbench.report import markdown
+    from tickbench.suites.registry import suites
+
+    return markdown.render(results, suites().values())

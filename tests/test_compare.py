@@ -1,7 +1,7 @@
 """``tickbench compare``: the flagging rule, refusals, exit codes, and a deliberately slowed engine.
 
 The slowed engine comes from the runner's test-only fault hook,
-``TICKBENCH_FAULTS="duckdb:slow=<seconds>"`` (:func:`tickbench.run.worker.faults`), which adds
+``TICKBENCH_FAULTS="duckdb:slow=<seconds>"`` (:func:`tickbench.run.faults.faults`), which adds
 the delay inside the timed interval of every duckdb query. "Same build, same seed → nothing
 flagged" is tested on runs derived from one real run (same samples reordered, or drifted within
 the ratio floor): two real runs on a shared machine can differ by several × when other work
@@ -23,6 +23,9 @@ from tickbench.cli import app
 from tickbench.report.compare import CompareRefused, compare, differs
 from tickbench.results import Results
 from tickbench.suites.published import QUERY_IDS
+from tickbench.suites.registry import suites
+
+SUITES = suites().values()
 
 
 @pytest.fixture(scope="module")
@@ -53,14 +56,14 @@ def test_rule() -> None:
 
 def test_same_run_is_not_flagged(real: Results) -> None:
     for factor in (1.0, 1.1, 0.92):  # drift within the 1.2× floor
-        c = compare(real, _reordered(real, factor))
+        c = compare(real, _reordered(real, factor), SUITES)
         assert not c.flagged, [(x.cell, x.why) for x in c.flagged]
         assert {x.cell for x in c.cells} >= set(QUERY_IDS)
 
 
 def test_synthetic_slowdown_is_flagged_on_every_query(real: Results) -> None:
     """0.5 s more per query, added to the real samples (as the runner's fault hook would)."""
-    c = compare(real, slowed(real, "duckdb", 500.0))
+    c = compare(real, slowed(real, "duckdb", 500.0), SUITES)
     assert {x.cell for x in c.flagged} == set(QUERY_IDS)
     assert all(x.ratio is not None and x.ratio > 1.2 and "slower" in x.why for x in c.flagged)
 
@@ -68,14 +71,14 @@ def test_synthetic_slowdown_is_flagged_on_every_query(real: Results) -> None:
 def test_status_change_is_flagged(real: Results) -> None:
     recs = [r.model_copy(update={"status": "timeout", "stats": None, "samples_ns": []})
             if r.benchmark == "O-S" else r for r in real.records]
-    c = compare(real, real.model_copy(update={"records": recs}))
+    c = compare(real, real.model_copy(update={"records": recs}), SUITES)
     assert [(x.cell, x.why) for x in c.flagged] == [("O-S", "status ok → timeout")]
 
 
 def test_other_dataset_is_refused(real: Results) -> None:
     other = real.model_copy(update={"dataset": real.dataset.model_copy(update={"content_hash": "0" * 32})})
     with pytest.raises(CompareRefused, match=f"different datasets.*{real.dataset.content_hash}.*{'0' * 32}"):
-        compare(real, other)
+        compare(real, other, SUITES)
 
 
 def test_changed_query_text_is_refused_naming_the_cells(real: Results) -> None:
@@ -86,8 +89,8 @@ def test_changed_query_text_is_refused_naming_the_cells(real: Results) -> None:
         recs.append(r)
     other = real.model_copy(update={"records": recs})
     with pytest.raises(CompareRefused, match=r"duckdb T-V1 \(.*T-V1.sql.*duckdb C-R"):
-        compare(real, other)
-    c = compare(real, other, skip_changed=True)
+        compare(real, other, SUITES)
+    c = compare(real, other, SUITES, skip_changed=True)
     assert len(c.refused) == 2 and not {"T-V1", "C-R"} & {x.cell for x in c.cells}
 
 
@@ -117,7 +120,7 @@ def test_engine_slowed_by_the_runner_is_flagged(real: Results, tiny_dir: Path, t
     delay is large because this machine is shared: a baseline repetition can take 0.3 s under load."""
     monkeypatch.setenv("TICKBENCH_FAULTS", "duckdb:slow=0.5")
     slow = real_run(tiny_dir, tmp_path / "slow", TINY_SEED, repetitions=3)
-    c = compare(real, slow)
+    c = compare(real, slow, SUITES)
     flagged = {x.cell for x in c.flagged if x.engine == "duckdb"}
     # every query is 0.5 s slower; allow two cells whose baseline had a load spike near 0.5 s
     assert len(flagged & set(QUERY_IDS)) >= len(QUERY_IDS) - 2, [(x.cell, x.why) for x in c.cells]
@@ -129,5 +132,5 @@ def test_engine_slowed_by_the_runner_is_flagged(real: Results, tiny_dir: Path, t
                            "on one with nothing else running")
 def test_two_real_runs_of_the_same_seed_are_not_flagged(real: Results, tiny_dir: Path, tmp_path: Path) -> None:
     again = real_run(tiny_dir, tmp_path / "again", TINY_SEED, repetitions=3)
-    c = compare(real, again)
+    c = compare(real, again, SUITES)
     assert not [x for x in c.flagged if x.cell in QUERY_IDS], [(x.cell, x.why) for x in c.flagged]

@@ -19,15 +19,16 @@ from tickbench.report.markdown import render as render_markdown
 from tickbench.results import Results, read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.faults import FAULTS_ENV
-from tickbench.run.session import RunConfig, run, suite_options
-from tickbench.suites.durability.worker import ACK, SYMS, compare, kill_delay_s, read_acks
+from tickbench.run.session import run
+from tickbench.suites.durability.ops import ACK, SYMS, compare, kill_delay_s, read_acks
 from tickbench.suites.ingest import tick_row, tick_syms
+from tickbench.suites.registry import run_config, suite_options
 
 OPTS = suite_options(durability_seconds=2.0, durability_writers=2)
 
 
 def _run(tiny: Dataset, out: Path, engine: str) -> Results:
-    return run(RunConfig(engines=[engine], data=tiny.root, out=out, seed=7, suite="durability",
+    return run(run_config(engines=[engine], data=tiny.root, out=out, seed=7, suite="durability",
                          protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
                          verify_dataset=False, options=OPTS))
 

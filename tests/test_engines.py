@@ -13,20 +13,14 @@ import pytest
 from tests.conftest import TINY_SEED
 from tickbench import reference
 from tickbench.data.dataset import Dataset
-from tickbench.engines.registry import availability, engine_infos
+from tickbench.engines.base import EngineTime
+from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.params import query_params
 from tickbench.results import read_results
 from tickbench.run.cell import Protocol
-from tickbench.run.session import RunConfig, run
+from tickbench.run.session import run
 from tickbench.suites.published import BY_ID, QUERIES, QUERY_IDS
-from tickbench.suites.registry import suites
-
-# Engines that report their own (server-side) time of each query and state W's durability.
-SERVER_TIME = {"postgres", "timescaledb", "questdb", "influxdb", "chdb"}
-# Engines that show their plan of every query, and a word each engine's own EXPLAIN prints.
-PLANS = {"duckdb": "TABLE_SCAN", "chdb": "ReadFromMergeTree", "polars": "DF [",
-         "postgres": "Execution Time", "timescaledb": "Execution Time", "questdb": "scan on:",
-         "influxdb": "execution_time", "datafusion": "DataSourceExec"}
+from tickbench.suites.registry import run_config, suites
 
 
 def _engine_params() -> list[object]:
@@ -46,7 +40,7 @@ def test_published_suite_verifies(engine: str, tiny: Dataset, tmp_path: Path) ->
         pytest.skip(f"{engine} not available here: {avail.reason}")
     info = engine_infos()[engine]
     out = tmp_path / "run"
-    cfg = RunConfig(engines=[engine], data=tiny.root, out=out, seed=TINY_SEED,
+    cfg = run_config(engines=[engine], data=tiny.root, out=out, seed=TINY_SEED,
                     protocol=Protocol(repetitions=2, timeout_s=120, save_answers=out / "answers"))
     run(cfg)
     results = read_results(out / "results.json")  # also validates the schema
@@ -62,12 +56,12 @@ def test_published_suite_verifies(engine: str, tiny: Dataset, tmp_path: Path) ->
         assert rec.status == "ok", f"{q.id}: {rec.status} {rec.reason}"
         assert rec.verified is True
         assert rec.stats is not None and len(rec.samples_ns) == 2 and min(rec.samples_ns) > 0
-        if engine in SERVER_TIME:  # the engine's own time of each repetition, within the client's
+        if issubclass(adapter_class(engine), EngineTime):  # its own time of each repetition, within the client's
             assert len(rec.server_samples_ns) == 2, f"{q.id}: server times {rec.server_samples_ns}"
             assert all(0 < s <= c for s, c in zip(rec.server_samples_ns, rec.samples_ns, strict=True)), q.id
         assert rec.query is not None and rec.query.text.strip()
-        if engine in PLANS:  # the engine's own plan of this query, taken outside the clock
-            assert PLANS[engine] in rec.plan and "&nbsp;" not in rec.plan and "&gt;" not in rec.plan, \
+        if info.plan_word:  # the engine's own plan of this query, taken outside the clock
+            assert info.plan_word in rec.plan and "&nbsp;" not in rec.plan and "&gt;" not in rec.plan, \
                 f"{q.id}: plan {rec.plan[:300]!r}"
         saved = pl.read_parquet(out / "answers" / engine / f"{q.id}.parquet")
         expected = reference.answer(q.id, tiny, params)
@@ -84,7 +78,7 @@ def test_published_suite_verifies(engine: str, tiny: Dataset, tmp_path: Path) ->
         rows = sum(v["rows"] for v in tiny.manifest.csv.values())
         for fmt in ("csv", "parquet"):
             assert w[fmt]["rows"] == rows and w[fmt]["seconds"] > 0 and w[fmt]["baseline_seconds"] > 0
-            if engine in SERVER_TIME:  # these engines' W states its durability setting
+            if issubclass(adapter_class(engine), EngineTime):  # these engines' W states its durability setting
                 assert w[fmt]["detail"].get("durability"), w[fmt]["detail"]
     if "SE" not in info.unsupported:
         se = by_id["SE"].figures

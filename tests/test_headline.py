@@ -11,9 +11,8 @@ import pytest
 from tests.conftest import TINY_SEED
 from tests.synthetic import many_engines, real_run
 from tickbench.docs import replace_block
-from tickbench.report import headline, paper
 from tickbench.results import Results
-from tickbench.suites.published import BENCHMARKS, QUERY_IDS
+from tickbench.suites.published import BENCHMARKS, QUERY_IDS, headline, paper
 
 
 @pytest.fixture(scope="module")

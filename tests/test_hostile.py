@@ -97,11 +97,12 @@ def test_a_disk_too_small_for_the_server_engines_is_said_before_the_run(
 ) -> None:
     import shutil
 
-    from tickbench.run.session import WORKDIR_PER_DATASET, RunConfig, disk_shortfall
+    from tickbench.run.session import WORKDIR_PER_DATASET, disk_shortfall
+    from tickbench.suites.registry import run_config
 
     data_bytes = sum(p.stat().st_size for p in tiny_dir.rglob("*") if p.is_file())
     out = tmp_path / "results" / "r"  # not made yet
-    cfg = RunConfig(engines=["duckdb", "postgres"], data=tiny_dir, out=out, seed=TINY_SEED)
+    cfg = run_config(engines=["duckdb", "postgres"], data=tiny_dir, out=out, seed=TINY_SEED)
     usage = shutil.disk_usage(tmp_path)
 
     def free(n: float) -> None:

@@ -24,8 +24,9 @@ from tickbench.engines.registry import availability, engine_infos
 from tickbench.params import QueryParams, query_params
 from tickbench.results import read_results
 from tickbench.run.cell import Protocol
-from tickbench.run.session import RunConfig, run
+from tickbench.run.session import run
 from tickbench.suites.published import QUERIES
+from tickbench.suites.registry import run_config
 
 SEED = 11
 SYM = "BTC-USD"
@@ -137,7 +138,7 @@ def _check_run(engine: str, ds: Dataset, out: Path) -> None:
     if not avail.available:
         pytest.skip(f"{engine} not available here: {avail.reason}")
     info = engine_infos()[engine]
-    run(RunConfig(engines=[engine], data=ds.root, out=out, seed=SEED,
+    run(run_config(engines=[engine], data=ds.root, out=out, seed=SEED,
                   protocol=Protocol(repetitions=1, timeout_s=120, load_repetitions=1)))
     results = read_results(out / "results.json")
     by_id = {r.benchmark: r for r in results.records}

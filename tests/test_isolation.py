@@ -13,14 +13,15 @@ from tickbench.data.dataset import Dataset
 from tickbench.results import read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.faults import FAULTS_ENV
-from tickbench.run.session import RunConfig, RunError, resume_config, run
+from tickbench.run.session import RunConfig, RunError, run
 from tickbench.suites.published import BY_ID, QUERY_IDS
+from tickbench.suites.registry import resume_config, run_config
 
 pytestmark = pytest.mark.slow
 
 
 def _cfg(tiny: Dataset, out: Path, **protocol: object) -> RunConfig:
-    return RunConfig(engines=["duckdb"], data=tiny.root, out=out, seed=TINY_SEED,
+    return run_config(engines=["duckdb"], data=tiny.root, out=out, seed=TINY_SEED,
                      protocol=Protocol(**{"repetitions": 1, "timeout_s": 20.0, **protocol}))  # type: ignore[arg-type]
 
 

@@ -20,14 +20,18 @@ from typer.testing import CliRunner
 from tests.conftest import TINY_SEED
 from tests.synthetic import many_engines, real_run
 from tickbench.cli import app
-from tickbench.report import html, markdown, paper
-from tickbench.report.summary import merge, standings
+from tickbench.report import html, markdown
+from tickbench.report.summary import merge
 from tickbench.results import Results, read_results
-from tickbench.suites.published import BENCHMARKS, QUERY_IDS
+from tickbench.suites.published import BENCHMARKS, QUERY_IDS, paper
 from tickbench.suites.published import report as published_report
+from tickbench.suites.published.summary import standings
+from tickbench.suites.registry import suites
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (apt-get install -y chromium)")
+
+SUITES = suites().values()
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +76,7 @@ def assert_all_charts_drawn(page_html: str, dom: str, log: str) -> int:
 @needs_chromium
 def test_report_of_a_real_run_draws_every_chart(real: Results, tmp_path: Path) -> None:
     page = tmp_path / "report.html"
-    text = html.render(real)
+    text = html.render(real, SUITES)
     page.write_text(text)
     dom, log = render_in_chromium(page, tmp_path / "profile")
     # one chart per query, W, SE and memory
@@ -86,7 +90,7 @@ def test_report_of_a_real_run_draws_every_chart(real: Results, tmp_path: Path) -
 def test_report_with_every_status_and_the_paper_draws_every_chart(real: Results, tmp_path: Path) -> None:
     many = many_engines(real)
     page = tmp_path / "report.html"
-    text = html.render(many)
+    text = html.render(many, SUITES)
     page.write_text(text)
     dom, log = render_in_chromium(page, tmp_path / "profile")
     assert_all_charts_drawn(text, dom, log)
@@ -97,13 +101,13 @@ def test_report_with_every_status_and_the_paper_draws_every_chart(real: Results,
 
 
 def test_page_is_self_contained(real: Results) -> None:
-    text = html.render(real)
+    text = html.render(real, SUITES)
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", text)
     assert "<script>" in text and "Plotly" in text
 
 
 def test_log_scale_only_when_the_spread_needs_it(real: Results) -> None:
-    page = html.render(many_engines(real))
+    page = html.render(many_engines(real), SUITES)
     charts = json.loads(re.search(r'id="chart-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
     # the paper's T-VWAP spans 26 .. 12,716 ms: log; ours spans kdb 0.3x .. timescaledb 5x, min to max
     assert charts["chart-T-VWAP"]["layout"]["yaxis2"]["type"] == "log"
@@ -115,7 +119,7 @@ def test_log_scale_only_when_the_spread_needs_it(real: Results) -> None:
 
 
 def test_markdown_has_summary_paper_and_rank_tables(real: Results) -> None:
-    md = markdown.render(many_engines(real))
+    md = markdown.render(many_engines(real), SUITES)
     assert "## Who is fastest, per category" in md
     assert "- read: **kdb** fastest in 4 of 5" in md
     assert "### Rank order, paper vs ours" in md

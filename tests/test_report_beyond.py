@@ -17,17 +17,16 @@ from typing import Any
 
 import pytest
 
+from tests.synthetic import report_markdown as render_beyond
 from tests.test_report import CHROMIUM, needs_chromium, render_in_chromium
 from tests.test_suites_beyond import _run
 from tickbench import latency
 from tickbench.data.dataset import Dataset
 from tickbench.report import html, markdown
 from tickbench.report import widgets as beyond_html
-from tickbench.report.sections import markdown as render_beyond
-from tickbench.results import Dataset as DatasetInfo
-from tickbench.results import Environment, Record, Results, Status
-from tickbench.run.session import suite_options
+from tickbench.results import DatasetInfo, Environment, Record, Results, Status
 from tickbench.suites.durability.report import render_durability
+from tickbench.suites.registry import suite_options, suites
 
 HOSTILE = "<b>not html</b> & | pipe"
 SUITE_CHARTS = {
@@ -36,6 +35,8 @@ SUITE_CHARTS = {
     "concurrency": ["chart-beyond-concurrency"],
     "scaling": ["chart-beyond-scaling"],
 }
+
+SUITES = suites().values()
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -64,8 +65,8 @@ def _tick(engine: str, mode: str = "single", status: Status = "ok", reason: str 
     if status == "ok":
         figures |= {"write_s_mean": 1.0, "write_s_std": 0.1, "read_s_mean": 0.1, "read_s_std": 0.0,
                     "events_per_s": 1000.0, "latency": _summary(1000, 800)}
-    return Record(engine=engine, benchmark=f"tick-latency/X=2,Y=500/{mode}", category="tick-latency",
-                  status=status, reason=reason, figures=figures)
+    return Record(engine=engine, benchmark=f"tick-latency/X=2,Y=500/{mode}", suite="tick-latency",
+                  category="tick-latency", status=status, reason=reason, figures=figures)
 
 
 def _stream(engine: str, rate: str, status: Status = "ok", reason: str = "") -> Record:
@@ -74,15 +75,16 @@ def _stream(engine: str, rate: str, status: Status = "ok", reason: str = "") -> 
         figures |= {"written": 4000, "throughput": 1990.0, "latency": _summary(4000, 15_000),
                     "service": _summary(4000, 5_000, 2), "visibility": _summary(3000, 3_000, 3),
                     "snapshot_during": _summary(20, 3_000, 4), "snapshot_after": {"count": 0, "hdr": ""}}
-    return Record(engine=engine, benchmark=f"stream/rate={rate}/writers=1", category="stream", status=status,
-                  reason=reason, figures=figures)
+    return Record(engine=engine, benchmark=f"stream/rate={rate}/writers=1", suite="stream", category="stream",
+                  status=status, reason=reason, figures=figures)
 
 
 def _concurrency(engine: str, clients: int, status: Status = "ok", reason: str = "") -> Record:
     figures: dict[str, Any] = {"clients": clients, "model": "threads"}
     if status == "ok":
         figures |= {"qps": 100.0 * clients ** 0.5, "latency": _summary(500, 5_000 * clients, clients)}
-    return Record(engine=engine, benchmark=f"concurrency/clients={clients}", category="concurrency", status=status,
+    return Record(engine=engine, benchmark=f"concurrency/clients={clients}", suite="concurrency",
+                  category="concurrency", status=status,
                   reason=reason, figures=figures)
 
 
@@ -92,8 +94,8 @@ def _scaling(engine: str, qid: str, status: Status = "ok", reason: str = "") -> 
         points = [{"scale": s, "span": span, "rows_read": rows, "median_ms": rows ** 0.5 / 10}
                   for s, span, rows in ((0.01, "day", 5000), (0.01, "week", 40_000), (0.02, "day", 10_000))]
         figures = {"points": points, "slope": 0.5}
-    return Record(engine=engine, benchmark=f"scaling/{qid}", category="scaling", status=status, reason=reason,
-                  figures=figures)
+    return Record(engine=engine, benchmark=f"scaling/{qid}", suite="scaling", category="scaling", status=status,
+                  reason=reason, figures=figures)
 
 
 def _charts(page: str) -> dict[str, Any]:
@@ -136,7 +138,7 @@ def test_every_suite_has_a_table_and_charts_and_not_ok_cells_only_in_the_table()
         _concurrency("duckdb", 1), _concurrency("duckdb", 2), _concurrency("duckdb", 4, "timeout", "cell timed out"),
         _scaling("duckdb", "T-V1"), _scaling("duckdb", "O-NBBO", "unsupported", "needs an as-of join"),
     ]
-    page = html.render(_results(records))
+    page = html.render(_results(records), SUITES)
     charts = _charts(page)
     for ids in SUITE_CHARTS.values():
         for chart_id in ids:
@@ -171,7 +173,7 @@ def test_suite_without_an_ok_cell_has_its_table_and_no_chart() -> None:
                _tick("duckdb", "batch", "unsupported", "no ingest capability implemented"),
                _concurrency("duckdb", 1, "error", "engine did not start or load: boom"),
                _stream("duckdb", "2000")]
-    page = html.render(_results(records))
+    page = html.render(_results(records), SUITES)
     charts = _charts(page)
     assert not [c for c in charts if c.startswith("chart-beyond-tick") or c.startswith("chart-beyond-conc")]
     assert "chart-beyond-stream-latency" in charts
@@ -182,8 +184,8 @@ def test_suite_without_an_ok_cell_has_its_table_and_no_chart() -> None:
 
 
 def test_page_without_beyond_records_has_no_section() -> None:
-    page = html.render(_results([Record(engine="duckdb", benchmark="T-V1", category="read", status="unsupported",
-                                        reason="x")]))
+    page = html.render(_results([Record(engine="duckdb", benchmark="T-V1", suite="published", category="read",
+                                        status="unsupported", reason="x")]), SUITES)
     assert 'id="beyond"' not in page and '<a href="#beyond">' not in page
 
 
@@ -203,11 +205,12 @@ def test_markdown_keeps_its_tables() -> None:
             width = cells
         elif line.startswith("| "):
             assert cells == width, line
-    assert "## Streaming ingest" in markdown.render(_results(records))
+    assert "## Streaming ingest" in markdown.render(_results(records), SUITES)
 
 
 def test_durability_is_converted_to_html() -> None:
-    rec = Record(engine="duckdb", benchmark="durability/wal-sync", category="durability", status="ok",
+    rec = Record(engine="duckdb", benchmark="durability/wal-sync", suite="durability", category="durability",
+                 status="ok",
                  figures={"setting": "wal-sync", "durable": True, "killed": "after 1.2 s (seeded)",
                           "acknowledged": 1200, "lost": 3, "changed": 0, "unacknowledged_present": 1,
                           "recovery_s": 0.42, "throughput": 800.0, "latency": _summary(100, 1000),
@@ -217,7 +220,7 @@ def test_durability_is_converted_to_html() -> None:
     assert out.count("<table") == 1 and "<th>recovery s</th>" in out
     assert "<b>3</b>" in out and "<code>wal-sync</code>" in out
     assert "&lt;fsynced&gt; | before its ack" in out and "<fsynced>" not in out
-    page = html.render(_results([rec]))
+    page = html.render(_results([rec]), SUITES)
     assert 'id="beyond-durability"' in page and "<i>Lost</i>" in page
 
 
@@ -239,7 +242,7 @@ def test_report_of_real_beyond_runs(beyond_run: Results, tmp_path: Path) -> None
                                                    "reason": "worker died: " + HOSTILE})
     res = beyond_run.model_copy(update={"records": [*beyond_run.records, bad]})
     assert {r.status for r in beyond_run.records} == {"ok"}, [r.reason for r in beyond_run.records]
-    page = html.render(res)
+    page = html.render(res, SUITES)
     charts = _charts(page)
     counts = {s: sum(r.benchmark.startswith(s + "/") for r in res.records) for s in SUITE_CHARTS}
     for suite, ids in SUITE_CHARTS.items():
@@ -252,7 +255,7 @@ def test_report_of_real_beyond_runs(beyond_run: Results, tmp_path: Path) -> None
     tick = charts["chart-beyond-tick-latency"]["data"]
     assert len(tick) == 2 and all(len(t["x"]) > 20 for t in tick)  # 2000 events each: p0 … p99.95
     assert len(charts["chart-beyond-scaling"]["data"]) == 2 * counts["scaling"]  # points and fit per query
-    assert "Tick latency" in markdown.render(res)
+    assert "Tick latency" in markdown.render(res, SUITES)
 
 
 @pytest.mark.slow
@@ -260,7 +263,7 @@ def test_report_of_real_beyond_runs(beyond_run: Results, tmp_path: Path) -> None
 def test_beyond_charts_draw_in_chromium(beyond_run: Results, tmp_path: Path) -> None:
     assert CHROMIUM is not None
     page = tmp_path / "report.html"
-    text = html.render(beyond_run)
+    text = html.render(beyond_run, SUITES)
     page.write_text(text)
     dom, log = render_in_chromium(page, tmp_path / "profile")
     assert 'data-charts-done="1"' in dom and 'data-chart-errors="' not in dom

@@ -13,14 +13,15 @@ import pytest
 from tests.conftest import processes_under
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import EngineUnavailable
-from tickbench.engines.registry import adapter_class
+from tickbench.engines.registry import adapter, adapter_class
 from tickbench.engines.server import LOOPBACK, START_TIMEOUT_ENV
 from tickbench.params import QueryParams
 from tickbench.results import Results
 from tickbench.run.cell import Protocol
 from tickbench.run.faults import FAULTS_ENV
-from tickbench.run.session import RunConfig, run
+from tickbench.run.session import run
 from tickbench.suites.published import QUERY_IDS
+from tickbench.suites.registry import run_config
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -34,7 +35,7 @@ def _postgres_installed() -> None:
 
 
 def _run(tiny: Dataset, server_tmp: Path, engines: list[str]) -> Results:
-    return run(RunConfig(engines=engines, data=tiny.root, out=server_tmp / "r", seed=7,
+    return run(run_config(engines=engines, data=tiny.root, out=server_tmp / "r", seed=7,
                          protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
                          verify_dataset=False))
 
@@ -69,7 +70,7 @@ def test_port_in_use_is_named(tiny: Dataset, tiny_params: QueryParams, server_tm
         taken.listen()
         port = taken.getsockname()[1]
         monkeypatch.setenv("TICKBENCH_POSTGRES_PORT", str(port))
-        engine = adapter_class("postgres")(server_tmp / "pg", tiny, tiny_params)
+        engine = adapter("postgres", server_tmp / "pg", tiny, tiny_params)
         with pytest.raises(EngineUnavailable, match=f"port {port}.*already in use.*TICKBENCH_POSTGRES_PORT"):
             engine.start()
         engine.stop()
@@ -82,7 +83,7 @@ def test_port_in_use_is_named(tiny: Dataset, tiny_params: QueryParams, server_tm
 def test_server_start_timeout_is_named_and_stopped(tiny: Dataset, tiny_params: QueryParams, server_tmp: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(START_TIMEOUT_ENV, "0.05")
-    engine = adapter_class("postgres")(server_tmp / "pg", tiny, tiny_params)
+    engine = adapter("postgres", server_tmp / "pg", tiny, tiny_params)
     with pytest.raises(EngineUnavailable, match=f"did not answer within 0.05 s.*{START_TIMEOUT_ENV}"):
         engine.start()
     engine.stop()

@@ -9,14 +9,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from tests.synthetic import report_markdown as render_beyond
 from tickbench.data.dataset import Dataset
-from tickbench.report.sections import markdown as render_beyond
 from tickbench.results import read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.faults import FAULTS_ENV
-from tickbench.run.session import RunConfig, run, suite_options
+from tickbench.run.session import run
+from tickbench.suites.registry import run_config, suite_options
 from tickbench.suites.stream.harness import Destination, Plan, Sink, SinkTarget, bound, run_writers
-from tickbench.suites.stream.worker import batch_size
+from tickbench.suites.stream.ops import batch_size
 
 #: The stream cells the tests run (tests/test_suites_beyond.py and below): (rate, writers).
 TEST_CELLS = ((2000, 1), (200, 1), (400, 1))
@@ -69,7 +70,7 @@ def test_stream_cell_marks_client_bound(tiny: Dataset, tmp_path: Path, monkeypat
     # events/s either way; only the slow client slows the harness ceiling too.
     monkeypatch.setenv(FAULTS_ENV, f"duckdb:{fault}")
     out = tmp_path / "r"
-    run(RunConfig(engines=["duckdb"], data=tiny.root, out=out, seed=7, suite="stream",
+    run(run_config(engines=["duckdb"], data=tiny.root, out=out, seed=7, suite="stream",
                   protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300), verify_dataset=False,
                   options=suite_options(stream_rates=(None,), stream_writers=(1,), stream_seconds=1.0,
                                         stream_max_batch=4)))
@@ -96,7 +97,7 @@ def test_engines_stream_on_their_own_path(tiny: Dataset, tmp_path: Path, engine:
     if not availability(engine).available:
         pytest.skip(f"{engine} not available here: {availability(engine).reason}")
     out = tmp_path / "r"
-    run(RunConfig(engines=[engine], data=tiny.root, out=out, seed=7, suite="stream",
+    run(run_config(engines=[engine], data=tiny.root, out=out, seed=7, suite="stream",
                   protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300), verify_dataset=False,
                   options=suite_options(stream_rates=(2000, None), stream_writers=(2,), stream_seconds=1.0)))
     for rec in read_results(out / "results.json").records:

@@ -1,5 +1,7 @@
-"""The code's structure: no import cycle between tickbench's modules, no private name imported
-across modules, and no adapter that sleeps, polls or reads a clock (the runner owns the clock)."""
+"""The code's structure: no import cycle between tickbench's modules (every import counted: those
+inside functions and under ``if TYPE_CHECKING`` too), the runner, the reports and the results
+file knowing no suite, no private name imported across modules, and no adapter that sleeps,
+polls or reads a clock (the runner owns the clock)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,25 @@ PACKAGE = SRC / "tickbench"
 def _module(path: Path) -> str:
     parts = list(path.relative_to(SRC).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _all_imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(module, names) of every import statement in a module, wherever it stands (at the top,
+    inside a function, under ``if TYPE_CHECKING``), relative imports resolved."""
+    tree = ast.parse(path.read_text())
+    here = _module(path).split(".") if path.is_relative_to(SRC) else []
+    package = here if path.name == "__init__.py" else here[:-1]
+    out: list[tuple[str, list[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package[: len(package) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            out.append((base, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names]
+    return out
 
 
 def _top_level_imports(path: Path) -> list[tuple[str, list[str]]]:
@@ -39,11 +60,12 @@ def _resolve(target: str, name: str, mods: dict[str, Path]) -> str | None:
     return target if target in mods else None
 
 
-def test_no_import_cycles() -> None:
+def _graph() -> dict[str, set[str]]:
+    """Module -> the tickbench modules it imports, anywhere in it."""
     mods = _modules()
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
-        for target, names in _top_level_imports(path):
+        for target, names in _all_imports(path):
             if not target.startswith("tickbench"):
                 continue
             for name in names or [""]:
@@ -56,24 +78,83 @@ def test_no_import_cycles() -> None:
             parts = dep.split(".")
             graph[mod].update(".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in mods
                               and not mod.startswith(".".join(parts[:i])))
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """An import cycle of ``graph``, or ``None``."""
     state: dict[str, int] = {}
     stack: list[str] = []
 
-    def visit(m: str) -> None:
+    def visit(m: str) -> list[str] | None:
         state[m] = 1
         stack.append(m)
         for d in sorted(graph[m]):
             if state.get(d) == 1:
-                cycle = [*stack[stack.index(d):], d]
-                raise AssertionError("import cycle: " + " -> ".join(cycle))
-            if d not in state:
-                visit(d)
+                return [*stack[stack.index(d):], d]
+            if d not in state and (found := visit(d)):
+                return found
         stack.pop()
         state[m] = 2
+        return None
 
     for m in sorted(graph):
-        if m not in state:
-            visit(m)
+        if m not in state and (found := visit(m)):
+            return found
+    return None
+
+
+def test_no_import_cycles() -> None:
+    cycle = _cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_check_sees_function_level_imports(tmp_path: Path) -> None:
+    """The cycle the results file once closed through an import inside a function."""
+    graph = {"tickbench.results": {"tickbench.suites.registry"}, "tickbench.suites.registry": {"tickbench.results"}}
+    assert _cycle(graph) == ["tickbench.results", "tickbench.suites.registry", "tickbench.results"]
+    module = tmp_path / "mod.py"
+    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tickbench.run.cell import X\n"
+                      "def f():\n    from tickbench.suites.registry import suites\n")
+    assert {t for t, _ in _all_imports(module)} >= {"tickbench.run.cell", "tickbench.suites.registry"}
+
+
+#: The layers that know no suite: the runner, the reports and the results file.
+SUITE_FREE = ("tickbench.run", "tickbench.report", "tickbench.results")
+
+
+def _suite_free(mod: str) -> bool:
+    return any(mod == layer or mod.startswith(layer + ".") for layer in SUITE_FREE)
+
+
+def test_runner_reports_and_results_import_no_suite() -> None:
+    bad = sorted(f"{mod} imports {dep}" for mod, deps in _graph().items() if _suite_free(mod)
+                 for dep in deps if dep == "tickbench.suites" or dep.startswith("tickbench.suites."))
+    assert not bad, "\n".join(bad)
+
+
+def _strings(path: Path) -> list[str]:
+    """The string constants of a module, docstrings left out."""
+    tree = ast.parse(path.read_text())
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def test_runner_reports_and_results_name_no_suite() -> None:
+    """No suite's name (nor a ``<suite>/`` benchmark id) is written in them: they read suites
+    through the attributes the suites declare."""
+    from tickbench.suites.registry import suites
+
+    names = set(suites())
+    bad = []
+    for mod, path in _modules().items():
+        if _suite_free(mod):
+            bad += [f"{mod}: {text!r}" for text in _strings(path)
+                    if text in names or any(text.startswith(f"{n}/") for n in names)]
+    assert not bad, "suites named where none may be:\n" + "\n".join(bad)
 
 
 def test_no_private_names_imported_across_modules() -> None:
@@ -116,3 +197,11 @@ def test_the_clock_check_catches_polling_through_the_lifecycle(tmp_path: Path) -
                    "def _settle(self, db):\n"
                    "    self.server.wait_ready(lambda: settled(self.root, db), timeout=3600.0)\n")
     assert _clock_uses(old) == ["wait_ready(", "imports tickbench.run.visibility"]
+
+
+def test_engine_processes_are_the_runners_alone() -> None:
+    """Suites reach engine processes only through ``run/cell.py``'s Worker: nothing outside the
+    runner imports the module that spawns them."""
+    bad = sorted(mod for mod, deps in _graph().items()
+                 if "tickbench.run.engine_process" in deps and not mod.startswith("tickbench.run"))
+    assert not bad, "import tickbench.run.engine_process outside the runner: " + ", ".join(bad)

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from tickbench.report import html, markdown
-from tickbench.results import SCHEMA_VERSION, read_results
-from tickbench.suites.registry import PACKAGES_ENV
+from tickbench.results import SCHEMA_VERSION, ResultsError
+from tickbench.suites.registry import PACKAGES_ENV, read_results, suites
+
+SUITES = suites().values()
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -32,7 +34,7 @@ from tickbench.run.cell import CellContext
 from tickbench.suites.base import Option, Suite, WorkerOp
 
 
-def echo_op(adapter: Any, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+def echo_op(adapter: Any, msg: dict[str, Any]) -> dict[str, Any]:
     return {"engine": adapter.info.name, "times": msg["times"] * 2}
 
 
@@ -129,12 +131,12 @@ def test_v1_results_are_migrated() -> None:
     assert suites["tick-latency/X=1,Y=200/single"] == "tick-latency"
     assert {r.suite for r in results.records} == {"published", "tick-latency", "stream", "concurrency", "scaling",
                                                     "durability"}
-    assert results.config["options"]["tick-latency"]["tick_matrix"] == [[1, 200]]
-    assert results.config["options"]["stream"]["stream_rates"] == [2000, None]
+    assert results.config.options["tick-latency"]["tick_matrix"] == [[1, 200]]
+    assert results.config.options["stream"]["stream_rates"] == [2000, None]
     assert len(results.records) == len(raw["records"])
-    page = html.render(results)
+    page = html.render(results, SUITES)
     assert "Tick latency" in page and "Durability under kill -9" in page
-    assert "## Streaming ingest" in markdown.render(results)
+    assert "## Streaming ingest" in markdown.render(results, SUITES)
 
 
 def test_results_of_another_version_are_refused(tmp_path: Path) -> None:
@@ -142,21 +144,38 @@ def test_results_of_another_version_are_refused(tmp_path: Path) -> None:
     raw["schema_version"] = 99
     path = tmp_path / "results.json"
     path.write_text(json.dumps(raw))
-    from tickbench.results import ResultsError
-
     with pytest.raises(ResultsError, match="schema version 99"):
         read_results(path)
 
 
-def test_figures_are_typed() -> None:
-    """A record whose figures break its suite's model is refused when it is made."""
-    from pydantic import ValidationError
+def test_figures_are_typed(tmp_path: Path) -> None:
+    """A record whose figures break its suite's model is refused when a results file is read for
+    a report, naming the cell; the results layer itself knows no suite."""
+    from tickbench import results as results_module
 
-    from tickbench.results import Record
+    raw = json.loads((FIXTURES / "results-v1.json").read_text())
+    stream = next(r for r in raw["records"] if r["benchmark"].startswith("stream/"))
+    stream["figures"] = {**stream["figures"], "writers": "several"}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ResultsError, match=f"figures of {stream['engine']} {stream['benchmark']}"):
+        read_results(path)
+    raw["schema_version"] = 2
+    for r in raw["records"]:
+        r["suite"] = r["benchmark"].split("/")[0] if "/" in r["benchmark"] else "published"
+    raw["config"] = None
+    path.write_text(json.dumps(raw))
+    assert results_module.read_results(path).record(stream["engine"], stream["benchmark"]) is not None
 
-    with pytest.raises(ValidationError):
-        Record(engine="duckdb", benchmark="stream/rate=10/writers=1", category="stream", status="ok",
-               figures={"writers": "several"})
-    rec = Record(engine="duckdb", benchmark="stream/rate=10/writers=1", category="stream", status="ok",
-                 figures={"writers": 1})
-    assert rec.suite == "stream"
+
+def test_a_suite_that_declares_nothing_is_refused_on_an_endpoint(toy_env: dict[str, str], tiny_dir: Path,
+                                                                  tmp_path: Path) -> None:
+    """The toy suite says nothing of external endpoints: a run of it against a user's own server is
+    refused before anything is loaded, with the reason, and nothing is contacted (the address is
+    a closed port)."""
+    done = _tickbench(toy_env, "run", "--engines", "postgres", "--suite", "toy", "--data", str(tiny_dir),
+                      "--endpoint", "postgres=127.0.0.1:9", "--out", str(tmp_path / "run"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    message = " ".join(done.stderr.split())
+    assert "refused for an external endpoint" in message and "toy: the suite does not declare" in message
+    assert not (tmp_path / "run").exists()

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.base import EngineUnavailable
+from tickbench.engines.base import EngineUnavailable, Server, SharedReaders
 from tickbench.engines.registry import adapter_class
 from tickbench.results import Results
 from tickbench.run.cell import Protocol
-from tickbench.run.session import RunConfig, run, suite_options
+from tickbench.run.session import run
 from tickbench.suites.published import QUERY_IDS
+from tickbench.suites.registry import run_config, suite_options
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
@@ -34,7 +35,7 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 
 def _run(tiny: Dataset, server_tmp: Path, engine: str, suite: str) -> Results:
-    return run(RunConfig(engines=[engine], data=tiny.root, out=server_tmp / suite, seed=7, suite=suite,
+    return run(run_config(engines=[engine], data=tiny.root, out=server_tmp / suite, seed=7, suite=suite,
                          protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
                          verify_dataset=False, options=SMALL))
 
@@ -58,8 +59,8 @@ def test_every_suite_runs_verified(engine: str, tiny: Dataset, server_tmp: Path)
         assert rec.status == "ok" and rec.verified, (rec.benchmark, rec.reason)
         # Server engines' clients are separate processes on the one running server.
         cls = adapter_class(engine)
-        assert rec.figures["model"] == cls.concurrency_model
-        assert not cls.has_server or cls.concurrency_model == "processes"
+        assert rec.figures["model"] == ("processes" if issubclass(cls, SharedReaders) else "threads")
+        assert not issubclass(cls, Server) or issubclass(cls, SharedReaders)
         assert rec.figures["queries"] > 0
 
     scaling = _run(tiny, server_tmp, engine, "scaling").records

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import inspect
+import subprocess
+import sys
 import time
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,26 +22,25 @@ from rich.status import Status
 from rich.table import Table
 
 from tickbench.data.dataset import DatasetError, check_scale, check_seed, generate
-from tickbench.engines.base import EngineUnavailable
+from tickbench.engines.base import Engine, EngineUnavailable, kind_of
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.report import compare, html, markdown
 from tickbench.report.summary import merge
 from tickbench.report.terminal import print_summary
-from tickbench.results import Results, ResultsError, read_results
+from tickbench.results import Results, ResultsError
 from tickbench.run.cell import Protocol
 from tickbench.run.endpoints import EndpointError, merge_endpoints, parse_endpoint, read_config
 from tickbench.run.session import (
     RunConfig,
     RunError,
+    RunInterrupted,
     check_endpoints,
     check_engines,
-    check_suite,
     disk_shortfall,
-    resume_config,
     run,
-    suite_names,
 )
 from tickbench.suites.base import OptionError
+from tickbench.suites.registry import V1, chosen, read_results, resume_config, suite_names
 from tickbench.suites.registry import suites as all_suites
 
 DEFAULT_SCALE = 0.05
@@ -140,12 +142,12 @@ def generate_cmd(
 
 def default_engines() -> list[str]:
     """Every embedded engine that is available here."""
-    return [n for n in engine_infos() if not adapter_class(n).has_server and availability(n).available]
+    return [n for n in engine_infos() if kind_of(adapter_class(n)) != "server" and availability(n).available]
 
 
 def run_cmd(
     engines: Annotated[
-        str | None, typer.Option(help="comma-separated engines (default: the embedded ones available here)")
+        str | None, typer.Option(help="comma-separated engines, or all (default: the embedded ones available here)")
     ] = None,
     suite: Annotated[str, typer.Option(help="|".join(suite_names()))] = "published",
     scale: Annotated[float, typer.Option(help="scale factor when generating")] = DEFAULT_SCALE,
@@ -160,6 +162,9 @@ def run_cmd(
     cold: Annotated[
         bool, typer.Option(help="restart the engine and drop the page cache before each repetition")
     ] = False,
+    cell_budget: Annotated[float, typer.Option(
+        help="seconds a cell may take beyond its warm-up: past it, the cell stops and records what it measured")
+    ] = 60.0,
     save_answers: Annotated[bool, typer.Option(help="write answers/<engine>/<ID>.parquet")] = False,
     jobs: Annotated[int, typer.Option(help="generator worker processes")] = 2,
     resume: Annotated[
@@ -193,14 +198,18 @@ def run_cmd(
             return
         endpoints = merge_endpoints(read_config(config, keep) if config else [],
                           [e for text in endpoint or [] for e in parse_endpoint(text, keep)])
-        if engines:
+        if engines == "all":
+            names = list(engine_infos())
+        elif engines:
             names = [e.strip() for e in engines.split(",") if e.strip()]
         else:  # the endpoints' engines when any are given, else the embedded ones available here
             names = list(endpoints) or default_engines()
         check_engines(names)
-        check_suite(suite)
+        if suite not in suite_names():
+            raise RunError(f"--suite {suite}: unknown; choose one of {', '.join(suite_names())}")
+        picked = chosen(suite)
         check_seed(seed)
-        check_endpoints(names, suite, cold, endpoints)  # before any data is generated or loaded
+        check_endpoints(names, suite, picked, cold, endpoints)  # before any data is generated or loaded
         _check_available([n for n in names if n not in endpoints])
         if repetitions < 1:
             raise RunError(f"--repetitions {repetitions}: must be at least 1")
@@ -208,9 +217,11 @@ def run_cmd(
             raise RunError(f"--timeout {timeout}: must be positive")
         if load_timeout <= 0:
             raise RunError(f"--load-timeout {load_timeout}: must be positive")
+        if not cell_budget > 0:
+            raise RunError(f"--cell-budget {cell_budget}: must be a positive number of seconds")
         try:
-            options = {name: {o.name: o.value(suite_opts[o.name]) if o.name in suite_opts else o.default
-                              for o in s.options} for name, s in all_suites().items()}
+            options = {s.name: {o.name: o.value(suite_opts[o.name]) if o.name in suite_opts else o.default
+                                for o in s.options} for s in picked}
         except OptionError as exc:
             raise RunError(str(exc)) from None
         if data is None:
@@ -219,10 +230,10 @@ def run_cmd(
             _generate(data, scale, seed, 0, jobs)
         out = out or Path("results") / dt.datetime.now().strftime("run-%Y%m%d-%H%M%S")
         cfg = RunConfig(
-            engines=names, data=data, out=out, seed=seed, suite=suite,
+            engines=names, data=data, out=out, seed=seed, suites=picked, suite=suite,
             protocol=Protocol(repetitions=repetitions, timeout_s=timeout, load_timeout_s=load_timeout, cold=cold,
-                              save_answers=out / "answers" if save_answers else None),
-            options=options, endpoints=endpoints,
+                              save_answers=out / "answers" if save_answers else None, cell_budget_s=cell_budget),
+            options=options, endpoints=endpoints, v1=V1,
         )
         _run_and_report(cfg)
     except (DatasetError, RunError, ResultsError, EndpointError) as exc:
@@ -272,18 +283,26 @@ def _run_and_report(cfg: RunConfig) -> None:
         def progress(label: str, done: int, total: int) -> None:
             bar.update(task, description=label, completed=done, total=total)
 
-        results = run(cfg, progress)
+        try:
+            results = run(cfg, progress)
+        except RunInterrupted as stop:
+            err.print(f"interrupted by {stop.signame}: the engine under way was stopped, {stop.interrupted} "
+                      f"cell(s) recorded as interrupted; {cfg.out / 'results.json'} is valid; "
+                      f"`tickbench run --resume {cfg.out}` runs the rest", highlight=False, soft_wrap=True)
+            raise typer.Exit(130) from None
     write_reports(results, cfg.out)
-    print_summary(results, console)
+    print_summary(results, all_suites().values(), console)
     out = cfg.out
     console.print(f"results: {out / 'results.json'}  report: {out / 'report.html'}, {out / 'report.md'}")
     if any(r.status == "wrong" for r in results.records):
         raise typer.Exit(1)
 
 
-def write_reports(results: Results, out: Path) -> None:
-    (out / "report.md").write_text(markdown.render(results))
-    (out / "report.html").write_text(html.render(results))
+def write_reports(results: Results | list[Results], out: Path) -> None:
+    """``report.md`` and ``report.html`` of one run (or several side by side) into ``out``."""
+    known = all_suites().values()
+    (out / "report.md").write_text(markdown.render(results, known))
+    (out / "report.html").write_text(html.render(results, known))
 
 
 @app.command("report")
@@ -305,9 +324,8 @@ def report_cmd(
     else:
         target = Path("results") / ("merged-" + "-".join(r.run_id for r in runs))
     target.mkdir(parents=True, exist_ok=True)
-    (target / "report.md").write_text(markdown.render(runs))
-    (target / "report.html").write_text(html.render(runs))
-    print_summary(merge(runs).results, console)
+    write_reports(runs, target)
+    print_summary(merge(runs).results, all_suites().values(), console)
     console.print(f"report: {target / 'report.html'}, {target / 'report.md'}")
 
 
@@ -320,7 +338,11 @@ def compare_cmd(
 ) -> None:
     """Per-cell ratios of two runs; flags differences beyond the runs' own spread (exit 1), refuses
     cells whose query text or dataset differ (exit 2). The rule: tickbench.report.compare."""
-    raise typer.Exit(compare.main(a, b, console, err, min_ratio, skip_changed))
+    try:
+        runs = read_results(a), read_results(b)
+    except ResultsError as exc:
+        raise fail(str(exc)) from None
+    raise typer.Exit(compare.main(*runs, all_suites().values(), console, err, min_ratio, skip_changed))
 
 
 @app.command("validate")
@@ -399,11 +421,32 @@ def engines_cmd() -> None:
         table.add_row(name, info.kind, "[green]yes[/green]" if a.available else "[red]no[/red]",
                       escape(a.version if a.available else a.reason))
     console.print(table)
+    for name, info in engine_infos().items():
+        if info.publishing:
+            console.print(f"[yellow]{escape(name)}:[/yellow] {escape(info.publishing)}", highlight=False,
+                          soft_wrap=True)
+
+
+def _adapter_installing_client(name: str, progress: Callable[[str], None]) -> type[Engine]:
+    """Engine ``name``'s adapter class, its client packages (engine.toml's ``pip``) installed
+    into this Python first when the adapter cannot be imported without them."""
+    try:
+        return adapter_class(name)
+    except ImportError:
+        pip = engine_infos()[name].pip
+        if not pip:
+            raise
+    progress(f"pip install {' '.join(pip)}")
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *pip], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise EngineUnavailable(f"pip install {' '.join(pip)} failed: {done.stderr.strip()[-500:]}")
+    importlib.invalidate_caches()
+    return adapter_class(name)
 
 
 @app.command("install")
 def install_cmd(
-    names: Annotated[list[str], typer.Argument(help="engines to install (server engines)")],
+    names: Annotated[list[str], typer.Argument(help="engines to install (a server, or an engine's client packages)")],
     source: Annotated[Path | None, typer.Option(
         help="a source release to build from, for an engine built from source (timescaledb)")] = None,
 ) -> None:
@@ -426,7 +469,7 @@ def install_cmd(
 
             try:
                 kwargs = {"source": source} if source is not None else {}
-                version = adapter_class(name).install(progress, **kwargs)
+                version = _adapter_installing_client(name, progress).install(progress, **kwargs)
             except (EngineUnavailable, OSError) as exc:
                 raise fail(f"install {name}: {exc}") from None
         console.print(f"{name}: {version}")

@@ -1,14 +1,18 @@
 """The versioned result schema: ``results.json`` (pydantic models).
 
-One :class:`Results` per run: the environment, the dataset, the parameters, and one
-:class:`Record` per (engine, benchmark) with its suite, raw samples, summary statistics,
-verdict, memory figure, the exact query text that ran, and the suite's figures. Each suite
-declares the typed model of its figures (``figures_model`` in ``suites/<name>/suite.py``); a
-record's figures are checked against it when the record is made and when results are read.
+One :class:`Results` per run: the environment, the dataset, the parameters, the run's
+settings (what ``--resume`` needs), and one :class:`Record` per (engine, benchmark) with its
+suite, raw samples, summary statistics, verdict, memory figure, the exact query text that ran,
+and the suite's figures.
+
+This module is the bottom layer: it knows no suite. Each suite declares the typed model of its
+figures (``figures_model`` in ``suites/<name>/suite.py``); the runner checks a record's figures
+against it when the record is made, and :func:`tickbench.suites.registry.read_results` when a
+file is read for a report or a comparison.
 
 ``schema_version`` changes whenever a field changes meaning. Version 2 added ``suite`` to each
 record, the typed figures and ``config["options"]`` (per suite); version 1 files are migrated
-on read (:func:`migrate_v1`), any other version is refused.
+on read (:func:`migrate_v1`, given which suite owns each option), any other version is refused.
 """
 
 from __future__ import annotations
@@ -17,15 +21,17 @@ import json
 import os
 import statistics
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SCHEMA_VERSION = 2
 PROTOCOL_VERSION = "1"  # the timing protocol (warm-up, repetitions, clocks); see METHODOLOGY.md
 
-Status = Literal["ok", "wrong", "timeout", "error", "unsupported", "not_applicable", "unavailable"]
+Status = Literal["ok", "wrong", "timeout", "error", "unsupported", "not_applicable", "unavailable", "interrupted"]
 
 
 class Stats(BaseModel):
@@ -69,7 +75,7 @@ class Record(BaseModel):
 
     engine: str
     benchmark: str
-    suite: str = "published"  # the suite the benchmark belongs to (v2)
+    suite: str  # the suite the benchmark belongs to (v2)
     category: str
     status: Status
     reason: str = ""
@@ -90,24 +96,6 @@ class Record(BaseModel):
     #: where the engine has none (see Engine.explain).
     plan: str = ""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _suite_from_id(cls, data: Any) -> Any:
-        """A record made without ``suite`` belongs to the suite its benchmark id names."""
-        if isinstance(data, dict) and "suite" not in data and "benchmark" in data:
-            data = {**data, "suite": suite_of(str(data["benchmark"]))}
-        return data
-
-    @model_validator(mode="after")
-    def _typed_figures(self) -> Record:
-        """Check the figures against the suite's model (a suite this tickbench does not know
-        keeps its figures as they are)."""
-        if self.figures:
-            model = _figures_model(self.suite)
-            if model is not None:
-                model.model_validate(self.figures)
-        return self
-
 
 class Environment(BaseModel):
     cpu: str
@@ -120,7 +108,9 @@ class Environment(BaseModel):
     runner_peak_rss_bytes: int | None = None  # the tickbench process itself (reference answers, reports)
 
 
-class Dataset(BaseModel):
+class DatasetInfo(BaseModel):
+    """The dataset a run used, as its results record it."""
+
     root: str
     content_hash: str
     scale: float
@@ -128,6 +118,29 @@ class Dataset(BaseModel):
     symbols: int
     source: str
     generator_version: str
+
+
+class RunSettings(BaseModel):
+    """How a run was asked for: everything ``tickbench run --resume`` needs to continue it.
+
+    ``options`` holds every suite's option values by suite, then by option name, in their JSON
+    form; ``endpoints`` the external servers by engine (never credentials)."""
+
+    model_config = ConfigDict(extra="forbid")
+    engines: list[str]
+    data: str
+    seed: int
+    suite: str
+    repetitions: int
+    warmup: int
+    timeout_s: float
+    load_timeout_s: float
+    load_repetitions: int
+    cold: bool
+    save_answers: bool
+    cell_budget_s: float = 60.0
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    endpoints: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class Results(BaseModel):
@@ -139,10 +152,10 @@ class Results(BaseModel):
     seed: int
     repetitions: int
     timeout_s: float
-    dataset: Dataset
+    dataset: DatasetInfo
     params: dict[str, Any]
     environment: Environment
-    config: dict[str, Any] = Field(default_factory=dict)  # what `--resume` needs to continue
+    config: RunSettings | None = None  # what `--resume` needs to continue
     records: list[Record] = Field(default_factory=list)
 
     def record(self, engine: str, benchmark: str) -> Record | None:
@@ -155,61 +168,72 @@ class Results(BaseModel):
         return list(dict.fromkeys(r.engine for r in self.records))
 
     def write(self, path: Path) -> None:
-        """Write atomically: a reader never sees a half-written file."""
+        """Write atomically: a reader never sees a half-written file, and a write that fails
+        (a full disk) leaves the previous file as it was and no temporary file behind."""
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
-            f.write(self.model_dump_json(indent=1))
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(self.model_dump_json(indent=1))
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 class ResultsError(Exception):
     """A results file that cannot be read or is of another schema version."""
 
 
-def read_results(path: Path) -> Results:
+@dataclass(frozen=True)
+class V1Names:
+    """What :func:`migrate_v1` needs to know of the suites, from the layer that knows them:
+    the suite of a version-1 benchmark id, and the suite that declares an option (``None``:
+    no suite does, and the option is dropped)."""
+
+    suite_of: Callable[[str], str]
+    option_owner: Callable[[str], str | None]
+
+
+def read_results(path: Path, v1: V1Names | None = None) -> Results:
+    """The results file at ``path``, migrated from version 1 when it is one and ``v1`` says how
+    (refused otherwise). Figures are not checked here: this module knows no suite (see
+    :func:`tickbench.suites.registry.read_results`)."""
     try:
         raw = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ResultsError(f"{path}: not a readable results file ({exc})") from exc
     version = raw.get("schema_version") if isinstance(raw, dict) else None
-    if version == 1:
-        raw = migrate_v1(raw)
+    if version == 1 and v1 is not None:
+        raw = migrate_v1(raw, v1)
         version = SCHEMA_VERSION
     if version != SCHEMA_VERSION:
         raise ResultsError(
             f"{path}: results schema version {version}, this tickbench reads {SCHEMA_VERSION}; "
             "re-run the benchmark or use the tickbench version that wrote it"
         )
-    return Results.model_validate(raw)
+    try:
+        return Results.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise ResultsError(f"{path}: not a valid results file: {where}: {first['msg']} "
+                           f"({exc.error_count()} problem(s)); re-run the benchmark to write it again") from None
 
 
-def _figures_model(suite: str) -> type[BaseModel] | None:
-    # Imported here: the suites import this module, and their registry is only needed once a
-    # record with figures is checked.
-    from tickbench.suites.registry import suites
-
-    known = suites().get(suite)
-    return known.figures_model if known is not None else None
-
-
-def suite_of(benchmark: str) -> str:
-    """The suite a benchmark id belongs to: ``suite/...``; the published suite's ids have no ``/``."""
-    return benchmark.split("/", 1)[0] if "/" in benchmark else "published"
-
-
-def migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
-    """A schema-1 results file as schema 2: each record gets its ``suite`` (the first part of
-    a ``suite/...`` id; the published suite's ids have none), and the run's
-    ``config["beyond"]`` options become ``config["options"]`` by suite."""
-    from tickbench.suites.registry import suites
-
+def migrate_v1(raw: dict[str, Any], v1: V1Names) -> dict[str, Any]:
+    """A schema-1 results file as schema 2: each record gets its ``suite``, and the run's
+    ``config["beyond"]`` options become ``config["options"]`` by the suite that owns each."""
     out = {**raw, "schema_version": SCHEMA_VERSION}
-    out["records"] = [{**r, "suite": suite_of(r["benchmark"])} for r in raw.get("records", [])]
+    out["records"] = [{**r, "suite": v1.suite_of(r["benchmark"])} for r in raw.get("records", [])]
     config = dict(raw.get("config") or {})
     beyond = config.pop("beyond", None)
     if beyond is not None:
-        config["options"] = {name: {o.name: beyond[o.name] for o in s.options if o.name in beyond}
-                             for name, s in suites().items()}
-    out["config"] = config
+        options: dict[str, dict[str, Any]] = {}
+        for name, value in beyond.items():
+            owner = v1.option_owner(name)
+            if owner is not None:
+                options.setdefault(owner, {})[name] = value
+        config["options"] = options
+    out["config"] = config or None
     return out

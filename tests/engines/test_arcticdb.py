@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.registry import adapter_class, engine_infos
+from tickbench.engines.registry import adapter, engine_infos
 from tickbench.params import QueryParams
 from tickbench.suites.published import QUERY_IDS
 
@@ -20,7 +20,7 @@ pd = pytest.importorskip("pandas")  # comes with arcticdb
 def test_every_query_says_what_ran_where(tmp_path: Path, tiny: Dataset, tiny_params: QueryParams) -> None:
     info = engine_infos()["arcticdb"]
     assert not info.unsupported
-    engine = adapter_class("arcticdb")(tmp_path, tiny, tiny_params)
+    engine = adapter("arcticdb", tmp_path, tiny, tiny_params)
     for qid in QUERY_IDS:
         notes = engine.query_notes(qid)  # type: ignore[attr-defined]
         assert notes.startswith("QueryBuilder:") and "Polars:" in notes, qid
@@ -46,7 +46,7 @@ def test_map_size_grows_with_the_data() -> None:
 
 @pytest.mark.slow
 def test_layout_restart_and_separate_stores(tiny: Dataset, tiny_params: QueryParams, tmp_path: Path) -> None:
-    engine = adapter_class("arcticdb")(tmp_path, tiny, tiny_params)
+    engine = adapter("arcticdb", tmp_path, tiny, tiny_params)
     engine.start()
     try:
         days = tiny_params.load_days()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.registry import adapter_class, availability
+from tickbench.engines.registry import adapter, availability
 from tickbench.params import QueryParams
 
 pytestmark = pytest.mark.skipif(not availability("chdb").available, reason="chdb is not installed")
@@ -37,7 +37,7 @@ def test_file_glob_names_exactly_the_files(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_store_memory_w_and_se(tiny: Dataset, tiny_params: QueryParams, tmp_path: Path) -> None:
-    engine = adapter_class("chdb")(tmp_path / "engine", tiny, tiny_params)
+    engine = adapter("chdb", tmp_path / "engine", tiny, tiny_params)
     engine.start()
     try:
         days = tiny_params.load_days()
@@ -79,7 +79,7 @@ def test_a_second_process_cannot_open_a_held_path(tiny: Dataset, tiny_params: Qu
     import subprocess
     import sys
 
-    engine = adapter_class("chdb")(tmp_path, tiny, tiny_params)
+    engine = adapter("chdb", tmp_path, tiny, tiny_params)
     engine.start()
     try:
         code = ("from pathlib import Path; from tickbench.engines.registry import adapter_class; "

@@ -16,7 +16,7 @@ import pytest
 
 from tickbench import reference, verify
 from tickbench.data.dataset import Dataset
-from tickbench.engines.registry import adapter_class, availability
+from tickbench.engines.registry import adapter, availability
 from tickbench.params import QueryParams
 
 pytestmark = pytest.mark.skipif(not availability("datafusion").available, reason="datafusion is not installed")
@@ -38,7 +38,7 @@ def _sorted_by_key(table: pa.Table) -> bool:
 
 @pytest.fixture(scope="module")
 def loaded(tiny: Dataset, tiny_params: QueryParams, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    engine = adapter_class("datafusion")(tmp_path_factory.mktemp("datafusion"), tiny, tiny_params)
+    engine = adapter("datafusion", tmp_path_factory.mktemp("datafusion"), tiny, tiny_params)
     engine.start()
     rows = engine.load()
     yield engine, rows
@@ -160,16 +160,17 @@ def test_suites_beyond_the_paper(tiny: Dataset, tmp_path: Path) -> None:
     suites are recorded as unsupported, with engine.toml's reason."""
     from tickbench.engines.registry import engine_infos
     from tickbench.run.cell import Protocol
-    from tickbench.run.session import RunConfig, run, suite_options
+    from tickbench.run.session import run
+    from tickbench.suites.registry import run_config, suite_options
 
     opts = suite_options(concurrency_clients=(1, 2), concurrency_seconds=2.0, scaling_factor=1.0,
                          scaling_spans=("day", "week"), scaling_queries=("O-T", "O-NBBO"),
                          tick_matrix=((2, 200),), tick_reps=1)
 
     def records(suite: str):  # type: ignore[no-untyped-def]
-        return run(RunConfig(engines=["datafusion"], data=tiny.root, out=tmp_path / suite, seed=7, suite=suite,
-                             protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
-                             verify_dataset=False, options=opts)).records
+        return run(run_config(engines=["datafusion"], data=tiny.root, out=tmp_path / suite, seed=7, suite=suite,
+                              protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
+                              verify_dataset=False, options=opts)).records
 
     for rec in records("concurrency"):
         assert rec.status == "ok" and rec.verified and rec.figures["model"] == "processes", (rec.benchmark, rec.reason)

@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.registry import adapter_class, availability
+from tickbench.engines.registry import adapter, adapter_class, availability
 from tickbench.params import QueryParams
 
 installed = availability("influxdb")
@@ -125,7 +125,7 @@ def workdir() -> Iterator[Path]:
 @needs_install
 def test_loopback_ties_restart_and_clean_stop(tiny: Dataset, tiny_params: QueryParams,
                                              workdir: Path) -> None:
-    engine = adapter_class("influxdb")(workdir, tiny, tiny_params)
+    engine = adapter("influxdb", workdir, tiny, tiny_params)
     engine.start()
     try:
         (pid,) = engine.memory_pids()
@@ -161,7 +161,7 @@ def test_replaced_points_are_an_error_once_settled(tiny: Dataset, tiny_params: Q
     series and time written twice — are still an error, raised once the database has settled."""
     from tickbench.run.visibility import wait_settled, wait_visible
 
-    engine = adapter_class("influxdb")(workdir, tiny, tiny_params)
+    engine = adapter("influxdb", workdir, tiny, tiny_params)
     engine.start()
     try:
         book = pl.read_parquet(tiny.files("book", [tiny_params.day])[0])
@@ -189,7 +189,7 @@ def test_se_measures_the_periods_shards_of_the_loaded_database(tiny: Dataset, ti
     from tickbench.run.visibility import wait_settled, wait_visible
 
     assert tiny_params.multi_day not in tiny_params.days("month")  # its shard must be left out
-    engine = adapter_class("influxdb")(workdir, tiny, tiny_params)
+    engine = adapter("influxdb", workdir, tiny, tiny_params)
     engine.start()
     try:
         engine.load()
@@ -238,7 +238,7 @@ def test_lookback_rounds_find_the_newest_point_behind_gaps(tiny: Dataset, tiny_p
         book = book.filter(~pl.col("ts").is_between(lo, hi, closed="both"))
     times = tuple(int(p.timestamp()) * 10**9 for p in probes)
     params = dataclasses.replace(tiny_params, ot_times=times)
-    engine = adapter_class("influxdb")(workdir, tiny, params)
+    engine = adapter("influxdb", workdir, tiny, params)
     engine.start()
     try:
         engine._load_frames(DB, [("book", book)], book.height)  # type: ignore[attr-defined]

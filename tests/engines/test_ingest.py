@@ -16,7 +16,7 @@ import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS, book_level_columns
-from tickbench.engines.base import Engine, EngineUnavailable
+from tickbench.engines.base import Engine, EngineUnavailable, Ingest
 from tickbench.engines.registry import adapter_class, engine_infos
 from tickbench.params import QueryParams
 from tickbench.run.visibility import wait_visible
@@ -24,7 +24,7 @@ from tickbench.run.visibility import wait_visible
 T0 = 1_656_633_600 * 1_000_000_000  # 2022-07-01T00:00Z
 US = 1_000  # whole microseconds: the finest resolution every engine keeps
 
-INGEST_ENGINES = [name for name in sorted(engine_infos()) if adapter_class(name).supports_ingest()]
+INGEST_ENGINES = [name for name in sorted(engine_infos()) if issubclass(adapter_class(name), Ingest)]
 
 
 def trade(i: int, sym: str = "AAA") -> tuple[Any, ...]:

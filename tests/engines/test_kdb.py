@@ -18,7 +18,7 @@ from tickbench import reference, verify
 from tickbench.data.dataset import Dataset, default_params
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.kdb import adapter as kdb
-from tickbench.engines.registry import adapter_class, availability, engine_infos
+from tickbench.engines.registry import adapter, availability, engine_infos
 from tickbench.params import QueryParams, query_params
 from tickbench.suites.published import QUERY_IDS
 
@@ -103,7 +103,7 @@ def test_probe_and_start_say_pykx_is_missing(monkeypatch: pytest.MonkeyPatch, tm
     with pytest.raises(EngineUnavailable, match=NO_PYKX):
         kdb.Adapter.probe()
     with pytest.raises(EngineUnavailable, match=NO_PYKX):
-        kdb.Adapter(tmp_path, None, PARAMS).start()  # type: ignore[arg-type]
+        kdb.Adapter(engine_infos()["kdb"], tmp_path, None, PARAMS).start()  # type: ignore[arg-type]
     avail = availability("kdb")
     assert not avail.available
     assert avail.reason.startswith("not available: kdb+ needs a licence from KX (pykx is not installed); to enable: ")
@@ -134,7 +134,7 @@ needs_kdb = pytest.mark.skipif(_why_not() is not None, reason=f"kdb+ not availab
 @needs_kdb
 @pytest.mark.slow
 def test_every_query_matches_the_reference(tiny: Dataset, tiny_params: QueryParams, tmp_path: Path) -> None:
-    engine = adapter_class("kdb")(tmp_path / "kdb", tiny, tiny_params)
+    engine = adapter("kdb", tmp_path / "kdb", tiny, tiny_params)
     engine.start()
     try:
         days = tiny_params.load_days()

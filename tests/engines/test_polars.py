@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.registry import adapter_class, engine_infos
+from tickbench.engines.registry import adapter, engine_infos
 from tickbench.params import QueryParams
 from tickbench.suites.published import QUERY_IDS
 
@@ -35,7 +35,7 @@ def test_bindings_are_utc_aware() -> None:
 def test_load_holds_time_ordered_tables_and_stop_releases_them(
     tiny: Dataset, tiny_params: QueryParams, tmp_path: Path
 ) -> None:
-    engine = adapter_class("polars")(tmp_path, tiny, tiny_params)
+    engine = adapter("polars", tmp_path, tiny, tiny_params)
     engine.start()
     month, multi = tiny_params.days("month"), tiny_params.days("multi_day")
     held = sum(r["rows"] for r in tiny.manifest.partitions

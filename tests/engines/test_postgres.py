@@ -16,7 +16,7 @@ import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, EngineUnavailable
-from tickbench.engines.registry import adapter_class
+from tickbench.engines.registry import adapter, adapter_class
 from tickbench.engines.server import LOOPBACK, port_in_use
 from tickbench.params import QueryParams
 
@@ -44,7 +44,7 @@ def workdir() -> Iterator[Path]:
 @pytest.fixture
 def engine(workdir: Path, tiny: Dataset, tiny_params: QueryParams) -> Iterator[Engine]:
     _installed()
-    e = adapter_class("postgres")(workdir, tiny, tiny_params)
+    e = adapter("postgres", workdir, tiny, tiny_params)
     e.start()
     try:
         yield e

@@ -15,7 +15,7 @@ import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, EngineUnavailable
-from tickbench.engines.registry import adapter_class
+from tickbench.engines.registry import adapter, adapter_class
 from tickbench.params import QueryParams
 from tickbench.run.visibility import wait_visible
 
@@ -68,7 +68,7 @@ def workdir() -> Iterator[Path]:
 
 @pytest.fixture
 def engine(workdir: Path, tiny: Dataset, tiny_params: QueryParams) -> Iterator[Engine]:
-    e = adapter_class("questdb")(workdir, tiny, tiny_params)
+    e = adapter("questdb", workdir, tiny, tiny_params)
     e.start()
     try:
         yield e

@@ -17,7 +17,7 @@ import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, EngineUnavailable
-from tickbench.engines.registry import adapter_class, availability
+from tickbench.engines.registry import adapter, adapter_class, availability
 from tickbench.params import QueryParams
 
 pytest.importorskip("psycopg", reason="the TimescaleDB engine needs psycopg 3 (psycopg[binary])")
@@ -110,7 +110,7 @@ def test_install_is_idempotent(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _start(name: str, workdir: Path, tiny: Dataset, tiny_params: QueryParams) -> Engine:
-    e = adapter_class(name)(workdir / name, tiny, tiny_params)
+    e = adapter(name, workdir / name, tiny, tiny_params)
     e.start()
     return e
 

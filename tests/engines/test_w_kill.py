@@ -20,7 +20,7 @@ import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, EngineUnavailable
-from tickbench.engines.registry import adapter_class
+from tickbench.engines.registry import adapter, adapter_class
 from tickbench.params import QueryParams
 from tickbench.run.visibility import wait_visible
 
@@ -99,7 +99,7 @@ def test_w_rows_survive_a_kill_right_after_w(name: str, server_tmp: Path, tiny: 
         adapter_class(name).probe()
     except EngineUnavailable as exc:
         pytest.skip(f"{name} is not available here: {exc}")
-    e = adapter_class(name)(server_tmp, tiny, tiny_params)
+    e = adapter(name, server_tmp, tiny, tiny_params)
     want = expected(tiny)
     e.start()
     try:

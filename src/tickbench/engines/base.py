@@ -1,11 +1,14 @@
 """The engine contract.
 
-An engine lives in one folder, ``engines/<name>/``, which holds:
+An engine lives in one folder, ``engines/<name>/`` (or ``<package>/<name>/`` for a package named in
+``$TICKBENCH_ENGINE_PACKAGES``), which holds:
 
-* ``engine.toml`` — its description: title, kind (``embedded`` or ``server``), how to install
-  it, the query language's file extension, and the benchmarks it cannot run, each with a
-  reason (``[unsupported]``) — gaps are data, and the support matrix is generated from them;
-* ``adapter.py`` — a class ``Adapter`` implementing :class:`Engine`;
+* ``engine.toml`` — its description: title, kind (``embedded``, ``in-memory`` or ``server``,
+  which must agree with its adapter's capabilities: a test checks it), how to install it and
+  the Python packages its client needs (``pip``), the query language's file extension, and
+  the benchmarks and suites it cannot run, each with a reason (``[unsupported]``) — gaps are
+  data, and the support matrix is generated from them and from the capabilities below;
+* ``adapter.py`` — a class ``Adapter``: an :class:`Engine` and the capabilities it has;
 * ``queries/<ID>.<ext>`` — one native query per benchmark id, run as written;
 * ``README.md`` — its schema and the choices behind it.
 
@@ -17,13 +20,26 @@ makes acknowledged writes visible later says so through :meth:`Engine.pending_vi
 call returned (compaction) says so through :meth:`Engine.pending_settle`, and the runner waits
 (:mod:`tickbench.run.visibility`).
 
-The runner reads what an engine can do from declared capabilities and flags (``persistent``,
-``has_server``, ``concurrency_model``, and the optional methods below, each with a default),
-never from ``EngineInfo.kind`` or by probing with ``getattr``. A server engine's ``Adapter``
-subclasses :class:`tickbench.engines.server.ServerEngine`, which implements the server
-lifecycle (install, service user, ports, start / ready / stop, ``memory_pids``,
-``start_shared``, restarts for a server-wide setting, the ingest store's marker and readers)
-once for every server engine.
+**Capabilities.** :class:`Engine` is what every engine does (start, load, query, stop). What
+only some engines do is a small class of its own, which the adapter also subclasses and the
+runner and the suites check with ``isinstance`` / ``issubclass``, never by probing methods:
+
+* :class:`BulkLoad` — W: the bulk-load day into a fresh durable store, and the engine's own
+  simplest bulk path beside it;
+* :class:`Storage` — SE: the bytes the engine uses on disk for the loaded period;
+* :class:`Ingest` — the ingest suites (tick latency, stream, durability): an ingest store,
+  writer clients, read-back, durability settings;
+* :class:`EngineTime` — the engine reports each query's own (server-side) time;
+* :class:`SharedReaders` — concurrency clients as processes of their own, each opening the
+  loaded store beside the others (without it, clients are threads of one process);
+* :class:`Server` — :meth:`Engine.start` launches server processes (``memory_pids`` names
+  them): the durability suite kills those, a failed cell checks whether they still run.
+  :class:`tickbench.engines.server.ServerEngine` implements it, with the server lifecycle
+  (install, service user, ports, start / ready / stop, attaching through a port file,
+  restarts for a server-wide setting) written once for every server engine.
+
+The engine's kind follows from them (:func:`kind_of`); an engine that is not
+:attr:`Engine.persistent` is in-memory.
 
 An engine whose ``external_endpoint`` flag is set can also run against a server the user
 already runs (an :class:`Endpoint`, from ``tickbench run --endpoint ENGINE=HOST:PORT`` or a
@@ -39,12 +55,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tomllib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import pyarrow as pa
 
@@ -52,6 +69,9 @@ from tickbench.data.dataset import Dataset
 from tickbench.params import QueryParams
 
 ENGINES_DIR = Path(__file__).parent
+#: Further packages of engine folders, comma-separated importable package names (engines kept
+#: outside tickbench's tree).
+PACKAGES_ENV = "TICKBENCH_ENGINE_PACKAGES"
 #: The endpoints of the run, as JSON ``{engine: Endpoint.as_json()}``, for the engine processes.
 ENDPOINTS_ENV = "TICKBENCH_ENDPOINTS"
 
@@ -62,9 +82,10 @@ class EngineUnavailable(Exception):
 
 @dataclass(frozen=True)
 class EngineInfo:
-    """The contents of an ``engine.toml``."""
+    """The contents of an ``engine.toml``, and the folder it is in."""
 
     name: str
+    folder: Path
     title: str
     kind: str
     language: str
@@ -72,12 +93,19 @@ class EngineInfo:
     install: str
     unsupported: dict[str, str] = field(default_factory=dict)
     notes: str = ""
+    #: The Python packages the engine's client needs (pip requirement strings).
+    pip: tuple[str, ...] = ()
+    #: A word the engine's own EXPLAIN always prints (the tests check a kept plan is the engine's).
+    plan_word: str = ""
+    #: A word on publishing its results (e.g. a licence's terms), shown by ``tickbench engines``.
+    publishing: str = ""
 
     @classmethod
     def read(cls, folder: Path) -> EngineInfo:
         raw = tomllib.loads((folder / "engine.toml").read_text())
         return cls(
             name=folder.name,
+            folder=folder,
             title=raw["title"],
             kind=raw["kind"],
             language=raw["language"],
@@ -85,11 +113,10 @@ class EngineInfo:
             install=raw["install"],
             unsupported=dict(raw.get("unsupported", {})),
             notes=raw.get("notes", ""),
+            pip=tuple(raw.get("pip", ())),
+            plan_word=raw.get("plan_word", ""),
+            publishing=raw.get("publishing", ""),
         )
-
-    @property
-    def folder(self) -> Path:
-        return ENGINES_DIR / self.name
 
     def query_file(self, qid: str) -> Path:
         return self.folder / "queries" / f"{qid}.{self.extension}"
@@ -256,7 +283,7 @@ class RowsTarget(StreamTarget):
     in_process = True
     path = "IngestClient.write of row tuples (the engine's generic ingest client)"
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Ingest) -> None:
         self.engine = engine
 
     def encode(self, table: str, batch: pa.Table) -> Any:
@@ -279,40 +306,37 @@ class _ClientSender(StreamSender):
 
 
 class Engine(ABC):
-    """One engine under test, bound to a working directory and a dataset.
+    """One engine under test, bound to its description, a working directory and a dataset.
 
     Lifecycle: ``start()`` → ``load()`` → ``run_query(id)``… → ``stop()``; ``start()`` after
-    ``stop()`` reopens the same loaded data (the cold protocol relies on it). ``bulk_load`` and
-    ``baseline_load`` build fresh, separate stores under ``scratch`` for W.
+    ``stop()`` reopens the same loaded data (the cold protocol relies on it). What only some
+    engines do is a capability class of its own (:class:`BulkLoad`, :class:`Storage`,
+    :class:`Ingest`, :class:`SharedReaders`, :class:`Server`).
     """
-
-    info: EngineInfo
-
-    # -- declared capabilities and flags: the runner reads these, never ``EngineInfo.kind`` --
 
     #: Whether the loaded data survive :meth:`stop` (``False`` for an in-memory engine: a
     #: restart must :meth:`load` again, and W, SE and durability do not apply).
     persistent: ClassVar[bool] = True
-    #: Whether :meth:`start` launches server processes (reported by :meth:`memory_pids`): the
-    #: durability suite kills those, and a failed cell checks whether they still run.
-    has_server: ClassVar[bool] = False
-    #: How concurrent clients are made: ``"processes"`` (one worker process per client, each
-    #: opening the loaded store with :meth:`start_shared`) or ``"threads"`` (client threads in
-    #: one worker, each with its own adapter instance started with :meth:`start_shared`).
-    concurrency_model: ClassVar[str] = "threads"
     #: Whether the engine can run against a server the user runs (:class:`Endpoint`): no
     #: install, start, stop, kill or server-wide setting; its own marked tables in a
     #: namespace of its own, dropped after the run unless kept (see ``engines/server.py``).
     external_endpoint: ClassVar[bool] = False
 
-    def __init__(self, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
+    def __init__(self, info: EngineInfo, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
+        self.info = info
         # Absolute: a server started with another working directory must find its files.
         self.workdir = workdir.resolve()
         self.dataset = dataset
         self.params = params
         #: The user's server this engine runs against, or ``None`` (tickbench's own).
-        info = getattr(type(self), "info", None)
-        self.endpoint: Endpoint | None = endpoint_for(info.name) if info and self.external_endpoint else None
+        self.endpoint: Endpoint | None = endpoint_for(info.name) if self.external_endpoint else None
+
+    @classmethod
+    def engine_name(cls) -> str:
+        """The engine's name: its adapter's folder (for messages of class-level calls)."""
+        module = sys.modules.get(cls.__module__)
+        path = getattr(module, "__file__", None)
+        return Path(path).parent.name if path else cls.__module__.rsplit(".", 2)[-2]
 
     @classmethod
     @abstractmethod
@@ -342,28 +366,6 @@ class Engine(ABC):
     def run_query(self, qid: str) -> pa.Table:
         """Run the native query ``qid`` and return its whole result."""
 
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        """W: load the bulk-load day from ``fmt`` ("csv" or "parquet") into a fresh durable
-        store in ``scratch`` through tickbench's load path; return when committed."""
-        raise NotImplementedError
-
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        """The engine's own simplest bulk path on the same files, for comparison with W."""
-        raise NotImplementedError
-
-    def storage_load(self) -> None:  # noqa: B027 - optional: most engines measure the loaded store
-        """SE's preparation, when the store SE measures is not the loaded one (e.g. a fresh
-        database holding the 30-day period alone): write it, and return without waiting for
-        the engine to settle. The runner calls it, waits while :meth:`pending_visibility` or
-        :meth:`pending_settle` answers ``True``, then calls :meth:`storage_bytes`. The default
-        writes nothing."""
-
-    def storage_bytes(self) -> dict[str, int]:
-        """SE: bytes the engine uses on disk for the loaded 30-day period, after it has
-        settled (the runner waited for :meth:`pending_settle`), keyed by what was measured
-        (e.g. ``{"database_file": n}``)."""
-        raise NotImplementedError
-
     def settings(self) -> dict[str, Any]:
         """The engine settings that matter for the results (recorded with them)."""
         return {}
@@ -387,26 +389,14 @@ class Engine(ABC):
     def memory_pids(self) -> list[int]:
         """Processes whose memory a query uses (default: the runner's own, in-process);
         a server engine returns its server's pid."""
-        import os
-
         return [os.getpid()]
 
     def query_text(self, qid: str) -> str:
         return self.info.query_text(qid)
 
-    def start_shared(self) -> None:
-        """Open the loaded store beside other clients (a read-only open, or a connection to
-        the server another worker started); the default is :meth:`start`."""
-        self.start()
-
     def query_memory_bytes(self) -> int | None:
         """The memory the last query used as the engine itself reports it (e.g. a query
         log's peak), or ``None`` where it reports none (the runner then measures the process)."""
-        return None
-
-    def query_server_ns(self) -> int | None:
-        """The last query's execution time as the engine itself reports it (server-side
-        time, SPEC §3), in nanoseconds, or ``None`` where it reports none."""
         return None
 
     def explain(self, qid: str) -> str | None:
@@ -426,9 +416,9 @@ class Engine(ABC):
         """Whether acknowledged writes are not yet all visible to a new query (an engine
         that applies writes asynchronously, like QuestDB's WAL). It answers at once (one
         query at most), never waits: the runner polls it with its own clock
-        (:func:`tickbench.run.visibility.wait_visible`) after :meth:`load`, :meth:`bulk_load`,
-        :meth:`baseline_load`, :meth:`set_params` and :meth:`ingest_open`, and raises if the
-        engine reports a write it cannot apply. The default is ``False``."""
+        (:func:`tickbench.run.visibility.wait_visible`) after :meth:`load`, a bulk load,
+        :meth:`set_params` and an ingest store's opening, and raises if the engine reports a
+        write it cannot apply. The default is ``False``."""
         return False
 
     def pending_settle(self) -> bool:
@@ -439,8 +429,9 @@ class Engine(ABC):
         Like :meth:`pending_visibility`, it answers at once (one look at the store at most) and
         never waits: the runner polls it with its own clock
         (:func:`tickbench.run.visibility.wait_settled`) after :meth:`load` (inside the load's
-        timed interval) and after :meth:`storage_load`, before :meth:`storage_bytes`. The
-        default is ``False``: nothing left to do once a call returns."""
+        timed interval) and after :meth:`Storage.storage_load`, before
+        :meth:`Storage.storage_bytes`. The default is ``False``: nothing left to do once a call
+        returns."""
         return False
 
     def set_params(self, params: QueryParams) -> None:
@@ -449,9 +440,70 @@ class Engine(ABC):
         writes them again."""
         self.params = params
 
-    # -- optional capability: ingest (tick-latency, stream and durability suites) ----------
-    # An engine takes part by overriding these; one that cannot says why in engine.toml's
-    # [unsupported] under the suite's name.
+
+class BulkLoad(ABC):
+    """Capability: W, the bulk load of the bulk-load day (SPEC §2.1)."""
+
+    @abstractmethod
+    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """Load the bulk-load day from ``fmt`` ("csv" or "parquet") into a fresh durable store
+        in ``scratch``, built as the query store is, through tickbench's load path; return
+        when committed."""
+
+    @abstractmethod
+    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """The engine's own simplest bulk path on the same files, for comparison with W."""
+
+
+class Storage(ABC):
+    """Capability: SE, the bytes on disk of the loaded period (SPEC §2.1)."""
+
+    def storage_load(self) -> None:  # noqa: B027 - optional: most engines measure the loaded store
+        """SE's preparation, when the store SE measures is not the loaded one (e.g. a fresh
+        database holding the 30-day period alone): write it, and return without waiting for
+        the engine to settle. The runner calls it, waits while
+        :meth:`Engine.pending_visibility` or :meth:`Engine.pending_settle` answers ``True``,
+        then calls :meth:`storage_bytes`. The default writes nothing."""
+
+    @abstractmethod
+    def storage_bytes(self) -> dict[str, int]:
+        """Bytes the engine uses on disk for the loaded 30-day period, after it has settled,
+        keyed by what was measured (e.g. ``{"database_file": n}``; the first is SE's figure)."""
+
+
+class SharedReaders(ABC):
+    """Capability: concurrency clients as processes of their own, each opening the loaded
+    store beside the others (a read-only open, or a connection to the server another process
+    started). Without it, an engine's clients are threads of one process, each with its own
+    adapter instance (or, for an in-memory engine, sharing the one that holds the data)."""
+
+    @abstractmethod
+    def start_shared(self) -> None:
+        """Open the loaded store beside other clients; :meth:`Engine.stop` then releases only
+        what this opened."""
+
+
+class EngineTime(ABC):
+    """Capability: the engine reports each query's own execution time (the server-side time of
+    SPEC §3, kept beside the client-side time; what it covers is in the engine's README)."""
+
+    @abstractmethod
+    def query_server_ns(self) -> int | None:
+        """The last query's execution time as the engine itself reports it, in nanoseconds
+        (``None`` when it gave none for that query)."""
+
+
+class Server(ABC):  # noqa: B024 - a capability with nothing to add to Engine's methods
+    """Capability: :meth:`Engine.start` launches server processes, which
+    :meth:`Engine.memory_pids` names (not the worker's own). The durability suite SIGKILLs
+    them; a failed cell checks whether they still run."""
+
+
+class Ingest(ABC):
+    """Capability: the ingest suites (tick-latency, stream and durability) — an ingest store
+    with empty ``trades`` and ``book`` tables, writer clients, read-back and the durability
+    settings worth comparing. An engine without it says why in ``engine.toml``'s
+    ``[unsupported]`` under the suite's name."""
 
     #: Durability settings worth comparing, name -> what it means (the first is the default).
     ingest_durability: ClassVar[dict[str, str]] = {}
@@ -459,10 +511,10 @@ class Engine(ABC):
     #: processes are killed (the durability suite asserts it); the others report what they lose.
     ingest_durable: ClassVar[frozenset[str]] = frozenset()
 
+    @abstractmethod
     def ingest_open(self, store: Path, durability: str | None = None) -> None:
         """Open the ingest store at ``store`` with empty ``trades`` and ``book`` tables
         (created if absent; reopened as they are if present, for recovery checks)."""
-        raise NotImplementedError
 
     def durability_setting(self, durability: str | None) -> str:
         """``durability``, or the default (the first of :attr:`ingest_durability`); a setting
@@ -473,21 +525,21 @@ class Engine(ABC):
             raise ValueError(f"unknown durability setting {setting!r}; known: {known}")
         return setting
 
+    @abstractmethod
     def ingest_client(self) -> IngestClient:
         """A new writer connection to the open ingest store."""
-        raise NotImplementedError
 
+    @abstractmethod
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         """Every row of ``sym`` in ``table`` of the ingest store, in time order."""
-        raise NotImplementedError
 
+    @abstractmethod
     def ingest_count(self, table: str) -> int:
         """Rows of ``table`` in the ingest store visible to a new query now."""
-        raise NotImplementedError
 
+    @abstractmethod
     def ingest_latest(self) -> pa.Table:
         """The market snapshot: the latest book row per sym (``sym, ts, b1price, a1price``)."""
-        raise NotImplementedError
 
     def ingest_close(self) -> None:  # noqa: B027 - optional: nothing to close by default
         """Close the ingest store (its data stays on disk)."""
@@ -509,6 +561,46 @@ class Engine(ABC):
         finally:
             sender.close()
 
-    @classmethod
-    def supports_ingest(cls) -> bool:
-        return cls.ingest_open is not Engine.ingest_open
+
+#: The capability classes, by the name the support matrix and messages use.
+CAPABILITIES: dict[str, type] = {"bulk load": BulkLoad, "storage": Storage, "ingest": Ingest,
+                                 "engine time": EngineTime, "shared readers": SharedReaders, "server": Server}
+
+
+C = TypeVar("C")
+
+
+def capability(adapter: Engine, cap: type[C]) -> C:
+    """``adapter`` as its capability ``cap`` (an engine the suite chose by it); a
+    :class:`TypeError` naming both when it lacks it."""
+    if not isinstance(adapter, cap):
+        raise TypeError(f"the {adapter.info.name} engine has no {cap.__name__} capability")
+    return adapter
+
+
+def capability_class(cls: type[Engine], cap: type[C]) -> type[C]:
+    """The adapter class ``cls`` as its capability ``cap`` (see :func:`capability`)."""
+    if not issubclass(cls, cap):
+        raise TypeError(f"{cls.engine_name()} has no {cap.__name__} capability")
+    return cls
+
+
+def capabilities(cls: type[Engine]) -> list[str]:
+    """The capabilities ``cls`` has, by name."""
+    return [name for name, cap in CAPABILITIES.items() if issubclass(cls, cap)]
+
+
+def kind_of(cls: type[Engine]) -> str:
+    """The kind an engine's capabilities make it: ``server``, ``in-memory`` or ``embedded``."""
+    if issubclass(cls, Server):
+        return "server"
+    return "embedded" if cls.persistent else "in-memory"
+
+
+def open_shared(adapter: Engine) -> None:
+    """Open ``adapter`` beside other clients: :meth:`SharedReaders.start_shared` where it has
+    that capability, else a plain :meth:`Engine.start`."""
+    if isinstance(adapter, SharedReaders):
+        adapter.start_shared()
+    else:
+        adapter.start()

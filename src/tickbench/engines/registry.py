@@ -1,31 +1,59 @@
-"""Discovers engines from their folders: adding an engine edits nothing here."""
+"""Discovers engines from their folders: adding an engine edits nothing here.
+
+Every folder of ``tickbench/engines`` holding an ``engine.toml`` is an engine, and so is every
+such folder of the packages named in ``$TICKBENCH_ENGINE_PACKAGES`` (comma-separated importable
+package names: engines kept outside tickbench's tree). The folder's name is the engine's name.
+"""
 
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
-from tickbench.engines.base import ENGINES_DIR, Engine, EngineInfo, EngineUnavailable
+from tickbench.data.dataset import Dataset
+from tickbench.engines.base import ENGINES_DIR, PACKAGES_ENV, Engine, EngineInfo, EngineUnavailable
+from tickbench.params import QueryParams
+
+
+def _folders() -> dict[str, tuple[str, Path]]:
+    """Engine name -> (its adapter's module, its folder), tickbench's own first."""
+    roots = [("tickbench.engines", ENGINES_DIR)]
+    for given in (name.strip() for name in os.environ.get(PACKAGES_ENV, "").split(",") if name.strip()):
+        module = importlib.import_module(given)
+        roots += [(given, Path(path)) for path in getattr(module, "__path__", [])]
+    out: dict[str, tuple[str, Path]] = {}
+    for package, root in roots:
+        for d in sorted(root.iterdir()):
+            if d.is_dir() and (d / "engine.toml").is_file() and d.name not in out:
+                out[d.name] = (f"{package}.{d.name}.adapter", d)
+    return out
 
 
 def engine_infos() -> dict[str, EngineInfo]:
     """Every engine folder (one holding an ``engine.toml``), by name."""
-    return {
-        d.name: EngineInfo.read(d)
-        for d in sorted(ENGINES_DIR.iterdir())
-        if d.is_dir() and (d / "engine.toml").is_file()
-    }
+    return {name: EngineInfo.read(folder) for name, (_, folder) in _folders().items()}
+
+
+@cache
+def _adapter(module: str) -> type[Engine]:
+    cls: type[Engine] = importlib.import_module(module).Adapter
+    return cls
 
 
 def adapter_class(name: str) -> type[Engine]:
     """The ``Adapter`` class of engine ``name`` (imports its client library)."""
-    infos = engine_infos()
-    if name not in infos:
-        raise KeyError(f"unknown engine {name!r}; known: {', '.join(infos)}")
-    module = importlib.import_module(f"tickbench.engines.{name}.adapter")
-    cls: type[Engine] = module.Adapter
-    cls.info = infos[name]
-    return cls
+    found = _folders()
+    if name not in found:
+        raise KeyError(f"unknown engine {name!r}; known: {', '.join(found)}")
+    return _adapter(found[name][0])
+
+
+def adapter(name: str, workdir: Path, dataset: Dataset, params: QueryParams) -> Engine:
+    """An adapter of engine ``name`` over ``workdir`` and ``dataset``, given its description."""
+    return adapter_class(name)(engine_infos()[name], workdir, dataset, params)
 
 
 @dataclass(frozen=True)

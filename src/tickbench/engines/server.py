@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import ctypes
 import json
 import os
 import pwd
@@ -62,7 +63,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import psutil
 
-from tickbench.engines.base import Endpoint, Engine, EngineUnavailable
+from tickbench.engines.base import Endpoint, Engine, EngineUnavailable, Server, SharedReaders
 
 SERVICE_USER = "tickbench"
 LOOPBACK = "127.0.0.1"
@@ -177,7 +178,10 @@ def as_user(argv: Sequence[str], user: str | None) -> list[str]:
     if shutil.which("setpriv") is None:
         raise EngineUnavailable("setpriv (util-linux) is needed to run servers as non-root")
     entry = pwd.getpwnam(user)
-    return ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", "--", *argv]
+    # --pdeathsig after the change of user (which clears it): the server dies with its parent,
+    # the engine process, which dies with the runner (run/engine_process.py).
+    return ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups",
+            "--pdeathsig", "KILL", "--", *argv]
 
 
 def check_reachable(path: Path, user: str | None, server: str = "the server") -> None:
@@ -250,16 +254,24 @@ class ServerProcess:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
+    @property
+    def pid_file(self) -> Path:
+        """Where the running server's pid and start time are kept (:func:`stop_leftovers`)."""
+        return self.log.with_name(self.log.name + PID_SUFFIX)
+
     def start(self) -> None:
         argv = as_user(self.argv, self.user)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as out:
             # Own session: a signal to tickbench's terminal does not reach the server, and
-            # the server is stopped explicitly by its pid.
+            # the server is stopped explicitly by its pid. It dies with the process that
+            # started it (setpriv's --pdeathsig when it runs as the service user, else prctl).
             self.proc = subprocess.Popen(
                 argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, **(self.env or {})}, cwd=self.cwd, start_new_session=True,
+                preexec_fn=None if self.user else _die_with_parent,
             )
+        self.pid_file.write_text(f"{self.proc.pid} {psutil.Process(self.proc.pid).create_time()!r}\n")
 
     def wait_ready(self, ready: Callable[[], bool], timeout: float) -> None:
         """Poll ``ready`` until it answers True; raise with the log's tail if the server
@@ -304,6 +316,7 @@ class ServerProcess:
             self.proc.kill()
             self.proc.wait(10)
         self.proc = None
+        self.pid_file.unlink(missing_ok=True)
 
     def kill(self) -> None:
         """SIGKILL now (the durability suite's crash)."""
@@ -311,6 +324,48 @@ class ServerProcess:
             self.proc.kill()
             self.proc.wait(10)
         self.proc = None
+
+
+def where_password(endpoint: Endpoint) -> str:
+    """Where the password for ``endpoint`` comes from, for messages."""
+    if endpoint.password_env:
+        return f"password from ${endpoint.password_env}"
+    return "password from the client's usual variables, e.g. $PGPASSWORD, or none"
+
+
+PID_SUFFIX = ".server-pid"  # beside a server's log: "pid create_time" of the server tickbench started
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the process that started it ends."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+def stop_leftovers(root: Path) -> list[int]:
+    """Stop every server tickbench started under ``root`` that still runs (its runner died
+    before it could stop it), before ``root`` is reused or removed: only a process whose pid
+    and start time match what was recorded, with its process group. Returns their pids."""
+    stopped = []
+    for record in sorted(root.rglob(f"*{PID_SUFFIX}")) if root.is_dir() else []:
+        try:
+            pid_text, created = record.read_text().split()
+            proc = psutil.Process(int(pid_text))
+            if proc.create_time() != float(created):
+                continue  # the pid now names another process
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except psutil.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+            stopped.append(proc.pid)
+        except (OSError, ValueError, psutil.Error):
+            pass
+        finally:
+            record.unlink(missing_ok=True)
+    return stopped
 
 
 class _Closable(Protocol):
@@ -369,7 +424,7 @@ class ReaderPool(Generic[C]):
         self._local = threading.local()
 
 
-class ServerEngine(Engine):
+class ServerEngine(Engine, SharedReaders, Server):
     """The base of a server engine's adapter (see the module docstring for who does what).
 
     ``start()`` runs: ``probe()``; the service user, and a check that it reaches the working
@@ -380,10 +435,6 @@ class ServerEngine(Engine):
     of the server another worker started over the same working directory and only
     :meth:`connect`\\ s; ``stop()`` then ends nothing.
     """
-
-    has_server: ClassVar[bool] = True
-    #: Each concurrency client is a worker process attached to the primary's running server.
-    concurrency_model: ClassVar[str] = "processes"
 
     #: The server's name in messages, its process name and its log (``<workdir>/<name>.log``).
     server_name: ClassVar[str] = "server"
@@ -429,7 +480,7 @@ class ServerEngine(Engine):
         """Raise :class:`EngineUnavailable`, naming the install command, when not :meth:`installed`
         (the first check of every server engine's ``probe()``)."""
         if not cls.installed():
-            raise EngineUnavailable(f"not installed; run `tickbench install {cls.info.name}`")
+            raise EngineUnavailable(f"not installed; run `tickbench install {cls.engine_name()}`")
 
     @classmethod
     def install_steps(cls, stage: Path) -> list[InstallStep]:
@@ -580,7 +631,7 @@ class ServerEngine(Engine):
             self.attached = False
             raise EngineUnavailable(f"{endpoint.describe()} cannot be used: {type(exc).__name__}: {exc}; "
                                     f"check the host, the port and the credentials "
-                                    f"(password from ${endpoint.password_env or 'the client variables'})") from exc
+                                    f"({where_password(endpoint)})") from exc
         try:
             self.connect()
             self.check_endpoint()

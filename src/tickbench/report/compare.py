@@ -1,8 +1,10 @@
 """``tickbench compare A B``: per-cell ratios between two runs, flagging real differences.
 
 For every (engine, benchmark) cell timed in both runs it prints the medians, the ratio B/A
-and each run's [min, max]. Query cells use the timed repetitions; W uses the load repetitions
-of the CSV and Parquet loads separately; SE (bytes, not a timing) is shown for information.
+and each run's [min, max]. What a cell's figures are is its suite's to say
+(:meth:`~tickbench.report.sections.ReportSuite.measures`): a query cell has its timed
+repetitions; the published suite's W has the load repetitions of its CSV and Parquet loads
+separately, and its SE (bytes, not a timing) is shown for information.
 
 When is a difference flagged (the rule; all three must hold)
 -----------------------------------------------------------
@@ -34,14 +36,15 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from tickbench.results import Record, Results, ResultsError, read_results
-from tickbench.suites.published import BENCHMARKS
+from tickbench.report.cells import Measure, timing_measures
+from tickbench.report.sections import ReportSuite, find
+from tickbench.results import Record, Results
 
 MAD_TO_SIGMA = 1.4826
 SPREAD_FACTOR = 3.0
@@ -58,13 +61,14 @@ class Cell:
     """One compared cell."""
 
     engine: str
-    cell: str  # benchmark id, or "W csv" / "W parquet"
+    cell: str  # the measure's name: the benchmark id, or e.g. "W csv" / "W parquet"
     status_a: str
     status_b: str
-    a: list[float]  # samples in ms (bytes for SE)
+    a: list[float]  # samples, in ``unit``
     b: list[float]
     flagged: bool
     why: str
+    unit: str = "ms"
 
     @property
     def median_a(self) -> float | None:
@@ -118,16 +122,6 @@ def differs(a: list[float], b: list[float], min_ratio: float = DEFAULT_MIN_RATIO
     return True, f"{ratio:.2f}× {'slower' if ratio > 1 else 'faster'}, ranges apart, beyond {SPREAD_FACTOR:g}× spread"
 
 
-def _samples(rec: Record | None, fmt: str | None) -> list[float]:
-    """The cell's samples in ms (for W: the load of ``fmt``)."""
-    if rec is None or rec.status != "ok":
-        return []
-    if fmt is not None:
-        f = rec.figures.get(fmt) or {}
-        return [s * 1e3 for s in f.get("samples_s") or ([f["seconds"]] if "seconds" in f else [])]
-    return [s / 1e6 for s in rec.samples_ns]
-
-
 def _changed(a: Results, b: Results) -> list[str]:
     """Cells whose native query text differs between the runs."""
     out = []
@@ -138,9 +132,17 @@ def _changed(a: Results, b: Results) -> list[str]:
     return out
 
 
-def compare(a: Results, b: Results, min_ratio: float = DEFAULT_MIN_RATIO, skip_changed: bool = False) -> Comparison:
-    """Compare run ``b`` against run ``a`` (ratios are B/A). Raises :class:`CompareRefused`
-    for different datasets, or for changed query text unless ``skip_changed``."""
+def _measures(suites: Iterable[ReportSuite], rec: Record) -> list[Measure]:
+    suite = find(suites, rec.suite)
+    return suite.measures(rec) if suite is not None else timing_measures(rec)
+
+
+def compare(a: Results, b: Results, suites: Iterable[ReportSuite], min_ratio: float = DEFAULT_MIN_RATIO,
+            skip_changed: bool = False) -> Comparison:
+    """Compare run ``b`` against run ``a`` (ratios are B/A), each cell by its suite's measures.
+    Raises :class:`CompareRefused` for different datasets, or for changed query text unless
+    ``skip_changed``."""
+    suites = list(suites)
     if a.dataset.content_hash != b.dataset.content_hash:
         raise CompareRefused(
             f"the runs used different datasets: A {a.run_id} has content hash {a.dataset.content_hash}, "
@@ -156,29 +158,28 @@ def compare(a: Results, b: Results, min_ratio: float = DEFAULT_MIN_RATIO, skip_c
     out.only_b = [e for e in eb if e not in ea]
     refused = {c.split(" (")[0] for c in changed}
     for engine in [e for e in ea if e in eb]:
-        for bench in BENCHMARKS:
-            ra, rb = a.record(engine, bench.id), b.record(engine, bench.id)
-            if ra is None or rb is None or f"{engine} {bench.id}" in refused:
+        for ra in [r for r in a.records if r.engine == engine]:
+            rb = b.record(engine, ra.benchmark)
+            if rb is None or f"{engine} {ra.benchmark}" in refused:
                 continue
-            if bench.id == "SE":
-                sa = [float(ra.figures["engine_bytes"])] if ra.status == "ok" and "engine_bytes" in ra.figures else []
-                sb = [float(rb.figures["engine_bytes"])] if rb.status == "ok" and "engine_bytes" in rb.figures else []
-                out.cells.append(Cell(engine, "SE", ra.status, rb.status, sa, sb, False, "bytes: for information"))
-                continue
-            for fmt in (("csv", "parquet") if bench.id == "W" else (None,)):
-                sa, sb = _samples(ra, fmt), _samples(rb, fmt)
-                name = f"W {fmt}" if fmt else bench.id
+            mb = {m.name: m for m in _measures(suites, rb)}
+            for ma in _measures(suites, ra):
+                sa, sb = ma.samples, mb[ma.name].samples if ma.name in mb else []
+                if not ma.testable:
+                    out.cells.append(Cell(engine, ma.name, ra.status, rb.status, sa, sb, False,
+                                          f"{ma.unit}: for information", ma.unit))
+                    continue
                 if (ra.status == "ok") != (rb.status == "ok") and (ra.status in BAD or rb.status in BAD):
-                    out.cells.append(Cell(engine, name, ra.status, rb.status, sa, sb, True,
-                                          f"status {ra.status} → {rb.status}"))
+                    out.cells.append(Cell(engine, ma.name, ra.status, rb.status, sa, sb, True,
+                                          f"status {ra.status} → {rb.status}", ma.unit))
                     continue
                 if not sa or not sb:
                     if ra.status != "ok" or rb.status != "ok":
-                        out.cells.append(Cell(engine, name, ra.status, rb.status, sa, sb, False,
-                                              f"status {ra.status} / {rb.status}: no timing"))
+                        out.cells.append(Cell(engine, ma.name, ra.status, rb.status, sa, sb, False,
+                                              f"status {ra.status} / {rb.status}: no timing", ma.unit))
                     continue
                 flagged, why = differs(sa, sb, min_ratio)
-                out.cells.append(Cell(engine, name, ra.status, rb.status, sa, sb, flagged, why))
+                out.cells.append(Cell(engine, ma.name, ra.status, rb.status, sa, sb, flagged, why, ma.unit))
     return out
 
 
@@ -196,7 +197,7 @@ def print_comparison(c: Comparison, console: Console) -> None:
                       ("B/A", "right"), ("A [min, max]", "right"), ("B [min, max]", "right"), ("", "left")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for cell in c.cells:
-        unit = " B" if cell.cell == "SE" else " ms"
+        unit = f" {cell.unit}"
         rng = [f"[{_num(min(s))}, {_num(max(s))}]" if s else "—" for s in (cell.a, cell.b)]
         ratio = f"{cell.ratio:.2f}×" if cell.ratio is not None else "—"
         mark = f"[red bold]FLAG[/red bold] {cell.why}" if cell.flagged else f"[dim]{cell.why}[/dim]"
@@ -216,14 +217,14 @@ def print_comparison(c: Comparison, console: Console) -> None:
         console.print("[green]no cell differs beyond the runs' own spread[/green]")
 
 
-def main(path_a: Path, path_b: Path, console: Console, err: Console, min_ratio: float = DEFAULT_MIN_RATIO,
-         skip_changed: bool = False) -> int:
-    """``tickbench compare``: read, compare, print; the exit status (see the module docstring)."""
+def main(a: Results, b: Results, suites: Iterable[ReportSuite], console: Console, err: Console,
+         min_ratio: float = DEFAULT_MIN_RATIO, skip_changed: bool = False) -> int:
+    """``tickbench compare``: compare, print; the exit status (see the module docstring)."""
     try:
         if min_ratio < 1:
             raise CompareRefused(f"--min-ratio {min_ratio:g}: must be at least 1")
-        c = compare(read_results(path_a), read_results(path_b), min_ratio, skip_changed)
-    except (ResultsError, CompareRefused) as exc:
+        c = compare(a, b, suites, min_ratio, skip_changed)
+    except CompareRefused as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         return 2
     print_comparison(c, console)

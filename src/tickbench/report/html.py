@@ -1,12 +1,9 @@
 """``report.html``: one static, self-contained page (no server, no network).
 
 This module is the page's shell: the heading and navigation, the environment, the footer, and
-the charts' data and script. The published suite's sections (who is fastest, latency, W and
-SE, verification, memory, the reference paper, the native query text) come from
-:mod:`tickbench.suites.published.report`; the other suites (tick-latency, stream, concurrency,
-scaling, durability, and any suite added as a folder) each render their own section
-(:mod:`tickbench.report.sections`). Sections add their charts through the page
-(:class:`tickbench.report.widgets.ChartPage`).
+the charts' data and script. Every section of results comes from the suites it is given
+(:class:`tickbench.report.sections.ReportSuite`, laid out by :mod:`tickbench.report.sections`);
+sections add their charts through the page (:class:`tickbench.report.widgets.ChartPage`).
 
 Charts are drawn by plotly.js, inlined from the ``plotly`` Python package
 (:func:`plotly.offline.get_plotlyjs`), so the file opens from disk with no network. Why plotly
@@ -23,15 +20,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
 from tickbench.report import sections
+from tickbench.report.sections import ReportSuite
 from tickbench.report.summary import Merged, merge
-from tickbench.report.widgets import ChartPage, Section
+from tickbench.report.widgets import ChartPage, PageParts, Section
 from tickbench.results import Results
-from tickbench.suites.published import report as published_report
 
 STYLE = """
 :root{--fg:#1d2329;--muted:#5f6b76;--line:#d9dee3;--bg2:#f5f7f9;--ok:#1b7f3b;--bad:#b3261e;--warn:#8a5a00}
@@ -131,7 +128,7 @@ results schema {run.schema_version}, protocol {escape(run.protocol_version)}</td
 <tr><th>dataset</th><td>content hash <code>{escape(ds.content_hash)}</code>; {escape(ds.source)}, scale {ds.scale:g},
 seed {ds.seed}, +{ds.symbols} symbols, generator {escape(ds.generator_version)}</td></tr>
 <tr><th>protocol</th><td>{run.repetitions} timed repetitions, timeout {run.timeout_s:g} s;
-<code>{escape(json.dumps(run.config, sort_keys=True))}</code></td></tr>
+<code>{escape(json.dumps(run.config.model_dump() if run.config else {}, sort_keys=True))}</code></td></tr>
 <tr><th>parameters</th><td><code>{escape(json.dumps(run.params, sort_keys=True))}</code></td></tr></table>
 <table><tr><th>engine</th><th>version</th><th>settings</th><th>note</th></tr>{eng}</table>""")
     return "".join(out)
@@ -148,16 +145,22 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def render(results: Results | Sequence[Results]) -> str:
-    """The whole page for one run, or several runs side by side."""
+def render(results: Results | Sequence[Results], suites: Iterable[ReportSuite]) -> str:
+    """The whole page for one run, or several runs side by side, with the sections of ``suites``."""
     merged = merge(results)
     page = ChartPage(merged)
     # The sections in the page's order, so their charts are added in that order.
-    main = published_report.html(page)
-    beyond_html = sections.html(page.results, page.add)
-    beyond = [Section("beyond", "Beyond the paper", beyond_html)] if beyond_html else []
+    own: list[PageParts[list[Section]]] = []
+    grouped: list[tuple[ReportSuite, PageParts[list[Section]]]] = []
+    for suite, view in sections.views(merged, suites, page.engines, page.colors, page.add):
+        parts = suite.report_html(view)
+        if suite.own_sections:
+            own.append(parts)
+        else:
+            grouped.append((suite, parts))
     environment = [Section("environment", "Environment", _environment(merged))]
-    order = [*main.results, *beyond, *main.reference, *environment, *main.appendix]
+    order = [*(x for p in own for x in p.results), *sections.group_html(grouped),
+             *(x for p in own for x in p.reference), *environment, *(x for p in own for x in p.appendix)]
     body = _header(page, order) + "".join(x.html for x in order)
     charts = json.dumps(_finite(page.charts), allow_nan=False).replace("</", "<\\/")
     title = f"tickbench results · {merged.results.run_id}"

@@ -1,26 +1,24 @@
 """``report.md``: the run in Markdown, for terminals and pull requests.
 
 The same content as ``report.html`` without the charts. This module is the page's shell: the
-run's heading, the machine and dataset, and the environment; the published suite's sections
-(who is fastest per category, every cell, timings, W and SE, the reference paper side by side,
-the native query text) come from :mod:`tickbench.suites.published.report`, the other suites'
-from :mod:`tickbench.report.sections`.
+run's heading, the machine and dataset, and the environment; every section of results comes
+from the suites it is given, laid out as on the HTML page (:mod:`tickbench.report.sections`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from tickbench.report import sections
+from tickbench.report.sections import ReportSuite
 from tickbench.report.summary import merge
-from tickbench.report.widgets import md_cell, mib
+from tickbench.report.widgets import PALETTE, PageParts, md_cell, mib
 from tickbench.results import Results
-from tickbench.suites.published import report as published_report
 
 
-def render(runs: Results | Sequence[Results]) -> str:
-    """The Markdown report of one run, or of several side by side."""
+def render(runs: Results | Sequence[Results], suites: Iterable[ReportSuite]) -> str:
+    """The Markdown report of one run, or of several side by side, with the sections of ``suites``."""
     m = merge(runs)
     results = m.results
     env, ds = results.environment, results.dataset
@@ -40,9 +38,18 @@ def render(runs: Results | Sequence[Results]) -> str:
         f"content hash `{ds.content_hash}`.",
         "",
     ]
-    main = published_report.markdown(results)
-    out += main.results
-    out += main.reference
+    engines = results.engines()
+    colors = {e: PALETTE[i % len(PALETTE)] for i, e in enumerate(engines)}
+    own: list[PageParts[list[str]]] = []
+    grouped: list[tuple[ReportSuite, PageParts[list[str]]]] = []
+    for suite, view in sections.views(m, suites, engines, colors):
+        parts = suite.report_markdown(view)
+        if suite.own_sections:
+            own.append(parts)
+        else:
+            grouped.append((suite, parts))
+    out += [x for p in own for x in p.results]
+    out += [x for p in own for x in p.reference]
     out += ["", "## Environment", ""]
     for run in m.runs:
         out += [f"Run `{run.run_id}`: dataset `{run.dataset.content_hash}`, {run.environment.cpu}, "
@@ -52,9 +59,9 @@ def render(runs: Results | Sequence[Results]) -> str:
             settings = md_cell(json.dumps(info.get("settings", {}), sort_keys=True))
             out.append(f"| {name} | {info.get('version', '')} | `{settings}` |")
         out.append("")
-    out += main.appendix
-    beyond = sections.markdown(results)
+    out += [x for p in own for x in p.appendix]
+    beyond = sections.group_markdown(grouped)
     if beyond:
-        out += ["", beyond]
+        out += ["", *beyond]
     return "\n".join(out).rstrip() + "\n"
 

@@ -1,19 +1,12 @@
-"""What the reports say beyond the cell matrix: merged runs, headline figures, who is fastest.
-
-Shared by the HTML and Markdown reports so both say the same thing.
-"""
+"""Several runs shown as one: engine names made unique, every run's environment kept, and
+warnings where the runs are not comparable. Shared by the HTML and Markdown reports."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tickbench.results import Record, Results
-from tickbench.suites.published import BENCHMARKS, BY_ID
-
-# The reference paper's grouping (its sections 6.1-6.4), in its order.
-CATEGORIES = ("write/storage", "read", "compute-heavy", "complex")
 
 
 @dataclass
@@ -54,16 +47,18 @@ def merge(runs: Results | Sequence[Results]) -> Merged:
             held[e] = held.get(e, set()) | mine
     records: list[Record] = []
     engines_env: dict[str, dict[str, object]] = {}
+    described: dict[str, int] = {}
     run_of: dict[str, str] = {}
     for r in runs:
         for e in r.engines():
             name = f"{e}@{r.run_id}" if e in clash else e
             run_of.setdefault(name, r.run_id)
             meta = r.environment.engines.get(e)
-            # the engine's published run describes it (where its time went, its memory)
-            published = any(rec.engine == e and rec.benchmark in BY_ID for rec in r.records)
-            if meta is not None and (name not in engines_env or published):
+            # the run with most of the engine's cells describes it (where its time went, its memory)
+            cells = sum(rec.engine == e for rec in r.records)
+            if meta is not None and cells > described.get(name, -1):
                 engines_env[name] = meta
+                described[name] = cells
         for rec in r.records:
             name = f"{rec.engine}@{r.run_id}" if rec.engine in clash else rec.engine
             records.append(rec.model_copy(update={"engine": name}))
@@ -87,99 +82,3 @@ def merge(runs: Results | Sequence[Results]) -> Merged:
     if len({r.protocol_version for r in runs}) > 1:
         warnings.append("the runs used different timing protocol versions")
     return Merged(merged, runs, run_of, warnings)
-
-
-def headline(rec: Record | None) -> float | None:
-    """The one figure an engine is ranked by (lower is better): median ms for a query,
-    CSV load seconds for W, bytes on disk for SE. ``None`` unless the cell is ok."""
-    if rec is None or rec.status != "ok":
-        return None
-    if rec.benchmark == "W":
-        sec = rec.figures.get("csv", {}).get("seconds")
-        return float(sec) if sec is not None else None
-    if rec.benchmark == "SE":
-        n = rec.figures.get("engine_bytes")
-        return float(n) if n is not None else None
-    return rec.stats.median_ms if rec.stats is not None else None
-
-
-HEADLINE_UNIT = {"W": "s (CSV)", "SE": "bytes"}
-
-
-def headlines(results: Results) -> dict[str, dict[str, float]]:
-    """benchmark id -> engine -> headline figure, for the ok cells."""
-    out: dict[str, dict[str, float]] = {}
-    for rec in results.records:
-        v = headline(rec)
-        if v is not None and rec.benchmark in BY_ID:
-            out.setdefault(rec.benchmark, {})[rec.engine] = v
-    return out
-
-
-@dataclass(frozen=True)
-class Standing:
-    """An engine's standing in one category."""
-
-    engine: str
-    wins: int  # benchmarks of the category where it is fastest
-    covered: int  # benchmarks of the category where it has a verified figure
-    total: int  # benchmarks in the category
-    geomean_vs_best: float | None  # geometric mean of (its figure / the best figure) over ``covered``
-
-
-def standings(results: Results) -> dict[str, list[Standing]]:
-    """Per category, the engines best first: most wins, then the smallest geometric mean of
-    the ratio to the fastest engine (over the benchmarks it completed), then coverage."""
-    figs = headlines(results)
-    out: dict[str, list[Standing]] = {}
-    for cat in CATEGORIES:
-        ids = [b.id for b in BENCHMARKS if b.category == cat]
-        rows = []
-        for e in results.engines():
-            wins = covered = 0
-            logs: list[float] = []
-            for bid in ids:
-                row = figs.get(bid, {})
-                if e not in row:
-                    continue
-                covered += 1
-                best = min(row.values())
-                wins += row[e] == best
-                if best > 0:
-                    logs.append(math.log(row[e] / best))
-            gm = math.exp(sum(logs) / len(logs)) if logs else None
-            rows.append(Standing(e, wins, covered, len(ids), gm))
-        rows.sort(key=lambda s: (-s.wins, s.geomean_vs_best if s.geomean_vs_best is not None else math.inf,
-                                 -s.covered, s.engine))
-        out[cat] = rows
-    return out
-
-
-def fastest(results: Results, benchmark: str) -> list[str]:
-    """The engine(s) with the best headline figure on ``benchmark`` (ties share it)."""
-    row = headlines(results).get(benchmark, {})
-    if not row:
-        return []
-    best = min(row.values())
-    return [e for e, v in row.items() if v == best]
-
-
-def category_sentence(cat: str, rows: list[Standing]) -> str:
-    """One line: who is fastest in the category and by how much, in plain words."""
-    ranked = [s for s in rows if s.covered]
-    if not ranked:
-        return f"{cat}: no engine produced a verified figure."
-    top = ranked[0]
-    text = f"{cat}: **{top.engine}** fastest in {top.wins} of {top.total}"
-    if len(ranked) > 1:
-        second = ranked[1]
-        gm = f", {second.geomean_vs_best:.2f}× the best on average" if second.geomean_vs_best else ""
-        text += f"; next {second.engine} ({second.wins} of {second.total}{gm})"
-    return text + "."
-
-
-def memory_text(rec: Record) -> str:
-    """A query's memory figure as MiB."""
-    if rec.memory is None:
-        return "—"
-    return f"{rec.memory.bytes / 2**20:,.2f} MiB"

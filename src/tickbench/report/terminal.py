@@ -1,36 +1,46 @@
-"""The terminal tables printed at the end of a run: the published suite's benchmarks ×
-engines, and one line per cell of the suites beyond the paper."""
+"""The terminal tables printed at the end of a run: for a suite with sections of its own (the
+published suite), its benchmarks × engines; for every other suite, one line per cell."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from rich.console import Console
 from rich.table import Table
 
-from tickbench.report.cells import MARK, matrix
-from tickbench.report.sections import headline
+from tickbench.report.cells import MARK
+from tickbench.report.sections import ReportSuite
 from tickbench.results import Results
-from tickbench.suites.published import BY_ID
+
+BAD = ("wrong", "error", "timeout")
 
 
-def print_summary(results: Results, console: Console) -> None:
-    title = f"tickbench {results.suite} · scale {results.dataset.scale:g} · dataset {results.dataset.content_hash[:12]}"
-    if any(r.benchmark in BY_ID for r in results.records):
-        engines, rows = matrix(results)
+def print_summary(results: Results, suites: Iterable[ReportSuite], console: Console) -> None:
+    title: str | None = (f"tickbench {results.suite} · scale {results.dataset.scale:g} · "
+                         f"dataset {results.dataset.content_hash[:12]}")
+    engines = results.engines()
+    for suite in suites:
+        records = [r for r in results.records if r.suite == suite.name]
+        if not records:
+            continue
         table = Table(title=title)
-        table.add_column("benchmark", style="bold")
-        for e in engines:
-            table.add_column(e, justify="right")
-        for bid, cells in rows:
-            styled = [f"[red]{c}[/red]" if ("✘" in c or "⏱" in c) else c for c in cells]
-            table.add_row(bid, *styled)
-        console.print(table)
-    beyond = [r for r in results.records if r.benchmark not in BY_ID]
-    if beyond:
-        table = Table(title=title if len(beyond) == len(results.records) else None)
-        for col in ("engine", "cell", "", "figures"):
-            table.add_column(col)
-        for r in beyond:
-            mark = MARK[r.status]
-            table.add_row(r.engine, r.benchmark, f"[red]{mark}[/red]" if r.status in ("wrong", "error", "timeout")
-                          else mark, headline(r))
+        title = None
+        if suite.own_sections:
+            table.add_column("benchmark", style="bold")
+            for e in engines:
+                table.add_column(e, justify="right")
+            for bench in dict.fromkeys(r.benchmark for r in records):
+                cells = []
+                for e in engines:
+                    rec = results.record(e, bench)
+                    text = suite.cell_text(rec) if rec is not None else ""
+                    cells.append(f"[red]{text}[/red]" if rec is not None and rec.status in BAD else text)
+                table.add_row(bench, *cells)
+        else:
+            for col in ("engine", "cell", "", "figures"):
+                table.add_column(col)
+            for r in records:
+                mark = MARK[r.status]
+                figure = suite.headline(r) if r.status == "ok" else f"{r.status}: {r.reason}"[:160]
+                table.add_row(r.engine, r.benchmark, f"[red]{mark}[/red]" if r.status in BAD else mark, figure)
         console.print(table)

@@ -1,6 +1,7 @@
-"""Shared widgets of the reports: a suite's table as data (:class:`Table`) and its two
-renderings (Markdown for ``report.md``, HTML for ``report.html``, so both show the same figures),
-latency text, percentile spectra of HDR histograms, log-axis ticks, and chart helpers.
+"""Shared widgets of the reports: what a suite's report is given (:class:`SuiteView`), tables
+as data (:class:`Table`, one row per record; :class:`Grid`, any table) and their two renderings
+(Markdown for ``report.md``, HTML for ``report.html``, so both show the same figures), latency
+text, percentile spectra of HDR histograms, log-axis ticks, and chart helpers.
 
 Suites build their report sections from these (``suites/<name>/report.py``); the page shells
 are :mod:`tickbench.report.markdown` and :mod:`tickbench.report.html`.
@@ -11,7 +12,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any, Generic, TypeVar
@@ -19,9 +20,10 @@ from typing import Any, Generic, TypeVar
 from tickbench import latency
 from tickbench.report.summary import Merged
 from tickbench.results import Record, Results
-from tickbench.suites.base import AddChart
 
 Cell = str | list[str]  # a list: several lines in one cell ("; " in Markdown, line breaks in HTML)
+#: Adds one chart to the HTML page: (div id, traces, layout) -> the chart's HTML.
+AddChart = Callable[[str, list[dict[str, Any]], dict[str, Any]], str]
 
 LINE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
                "#bcbd22", "#7f7f7f", "#393b79", "#637939", "#e6550d", "#31a354", "#756bb1", "#843c39",
@@ -55,6 +57,32 @@ class ChartPage:
         height = layout.get("height", 340)
         style = "" if height == 340 else f' style="height:{int(height)}px"'
         return f'<div class="chart" id="{escape(div_id)}"{style}></div>'
+
+
+@dataclass
+class SuiteView:
+    """What one suite's report is given: its records (engine names unique across the merged
+    runs), the whole merged run (every record, the environment), the engines in column order
+    with their colors, and, for the HTML page, the page's :data:`AddChart` (``None`` in
+    Markdown)."""
+
+    records: list[Record]
+    merged: Merged
+    engines: list[str]
+    colors: dict[str, str]
+    add: AddChart | None = None
+
+    @property
+    def results(self) -> Results:
+        return self.merged.results
+
+    def record(self, engine: str, benchmark: str) -> Record | None:
+        """The suite's record of ``benchmark`` on ``engine``, if any."""
+        return next((r for r in self.records if r.engine == engine and r.benchmark == benchmark), None)
+
+    def engine_meta(self, engine: str) -> dict[str, Any]:
+        """What the results record of ``engine`` (its version, kind, phases, peak memory)."""
+        return dict(self.results.environment.engines.get(engine, {}))
 
 
 @dataclass(frozen=True)
@@ -301,6 +329,73 @@ def fit_line(points: list[tuple[float, float]]) -> tuple[tuple[float, float], tu
 
 
 # -- tables ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Item:
+    """One cell of a :class:`Grid`: its text, its style (``num``, ``ok``, ``bad``, ``na``, ``best``,
+    space-separated), a reason shown under it (HTML) or after it (Markdown), and the columns it
+    spans."""
+
+    text: Cell
+    cls: str = ""
+    why: str = ""
+    span: int = 1
+
+
+@dataclass
+class Grid:
+    """A table as data, built once and rendered the same in both reports (:func:`markdown_grid`,
+    :func:`html_grid`): its columns, its rows of cells (text or :class:`Item`), notes under it."""
+
+    columns: list[str]
+    rows: list[list[Item | str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, *cells: Item | str) -> None:
+        self.rows.append(list(cells))
+
+
+def _item(cell: Item | str) -> Item:
+    return cell if isinstance(cell, Item) else Item(cell)
+
+
+def markdown_grid(g: Grid) -> list[str]:
+    """``g`` as a Markdown table, with its notes."""
+    out = ["| " + " | ".join(md_cell(c) for c in g.columns) + " |", "|" + "---|" * len(g.columns)]
+    for row in g.rows:
+        cells: list[str] = []
+        for item in map(_item, row):
+            text = "; ".join(item.text) if isinstance(item.text, list) else item.text
+            if item.why:
+                text = f"{text} ({item.why})" if text else item.why
+            cells += [md_cell(text)] + [""] * (item.span - 1)
+        out.append("| " + " | ".join(cells) + " |")
+    return out + [x for n in g.notes for x in ("", n)]
+
+
+def html_grid(g: Grid, table_id: str = "") -> str:
+    """``g`` as an HTML table, with its notes."""
+    head = "<tr>" + "".join(f"<th>{escape(c)}</th>" for c in g.columns) + "</tr>"
+    body = []
+    for row in g.rows:
+        tds = []
+        for item in map(_item, row):
+            attrs = (f" class='{escape(item.cls)}'" if item.cls else "") + (
+                f" colspan='{item.span}'" if item.span > 1 else "")
+            why = f"<span class='why'>{escape(item.why)}</span>" if item.why else ""
+            tds.append(f"<td{attrs}>{_cell(item.text)}{why}</td>")
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    notes = "".join(f"<p class='muted'>{escape(n)}</p>" for n in g.notes)
+    ident = f" id='{escape(table_id)}'" if table_id else ""
+    return f"<table{ident}>{head}{''.join(body)}</table>{notes}"
+
+
+def memory_text(rec: Record) -> str:
+    """A query's memory figure as MiB."""
+    if rec.memory is None:
+        return "—"
+    return f"{rec.memory.bytes / 2**20:,.2f} MiB"
+
 
 def _cls(r: Record) -> str:
     return "bad" if r.status in BAD else "na"

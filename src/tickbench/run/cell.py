@@ -1,31 +1,93 @@
 """One engine's cells of one suite: the workers, the records, and the one place where a failed
 cell is handled (timeout, crash, engine error, a server that died under it).
 
-A suite's :meth:`~tickbench.suites.base.Suite.run` gets a :class:`CellContext`. It makes
-:class:`Worker` s (engine processes, started and optionally loaded) and records cells with
-:meth:`CellContext.record`; :meth:`Worker.attempt` runs one cell's body and turns any failure
-into that cell's record, restarting the engine for the next cell.
+A suite's ``run`` gets a :class:`CellContext`. It makes :class:`Worker` s (engine processes,
+started and optionally loaded) and records cells with :meth:`CellContext.record`;
+:meth:`Worker.attempt` runs one cell's body and turns any failure into that cell's record,
+restarting the engine for the next cell. A suite drives its engine processes only through
+:class:`Worker`'s verbs (call, begin and collect, wait until, pause until, kill the servers,
+fan out to several clients), so the clock and the processes stay the runner's.
+
+What the runner needs of a suite is :class:`RunnableSuite`: it reads the suite's declared
+attributes (its worker operations, its endpoint policy, its figures model) and never imports a
+suite or names one.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+import threading
 import time
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, EngineInfo
 from tickbench.params import QueryParams
 from tickbench.reference import ReferenceAnswers
 from tickbench.results import Record
-from tickbench.run.worker import CellTimeout, EngineError, EngineProcess, MemoryBudgetExceeded, WorkerDied
-from tickbench.suites.base import Options, Suite
+from tickbench.run.engine_process import (
+    CellTimeout,
+    EngineError,
+    EngineProcess,
+    MemoryBudgetExceeded,
+    WorkerDied,
+    WorkerOp,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["FAILURES", "Budget", "CellContext", "CellTimeout", "EngineError", "Options", "Protocol",
+           "RunnableSuite", "Worker", "WorkerDied", "WorkerOp"]
 
 FAILURES = (CellTimeout, WorkerDied, EngineError)
+Options = dict[str, Any]  # one suite's option values, by option name
+
+
+class RunnableSuite(typing.Protocol):
+    """What the runner reads of a suite (``tickbench.suites.base.Suite`` implements it)."""
+
+    @property
+    def name(self) -> str:
+        """The ``--suite`` value, the first part of its benchmark ids, the records' ``suite``."""
+
+    @property
+    def figures_model(self) -> type[BaseModel] | None:
+        """The typed model of its records' figures, checked when a record is made."""
+
+    @property
+    def worker_ops(self) -> Mapping[str, WorkerOp]:
+        """The operations it adds to the engine process, by name (module-level functions)."""
+
+    @property
+    def endpoint_refusal(self) -> str | None:
+        """Why the suite cannot run against a server tickbench does not run (``--endpoint``),
+        or ``None`` when it can."""
+
+    @property
+    def endpoint_unmeasured(self) -> Mapping[str, str]:
+        """The cells it does not measure against such a server, each with the reason."""
+
+    def defaults(self) -> Options: ...
+
+    def options_from_json(self, raw: dict[str, Any]) -> Options: ...
+
+    def option_names(self) -> Sequence[str]: ...
+
+    def requires(self, engine: type[Engine], info: EngineInfo) -> str | None: ...
+
+    def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]: ...
+
+    def category(self, benchmark: str) -> str: ...
+
+    def run(self, ctx: CellContext, todo: list[str]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -39,6 +101,29 @@ class Protocol:
     load_repetitions: int = 3  # W: each path this many times, interleaved; the median is reported
     cold: bool = False
     save_answers: Path | None = None  # directory for answers/<engine>/<ID>.parquet
+    #: Seconds a cell may take (beyond its warm-up and verification): a cell that reaches it
+    #: stops, and records what it measured so far, marked as stopped at the budget.
+    cell_budget_s: float = 60.0
+
+
+class Budget:
+    """A cell's time budget, on the runner's clock (:attr:`Protocol.cell_budget_s`)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        """Seconds left (0 once spent)."""
+        return max(0.0, self.end - time.monotonic())
+
+    def spent(self) -> bool:
+        return self.left() == 0.0
+
+    def note(self, done: int, asked: int, what: str) -> str:
+        """The record's note for a cell stopped at the budget after ``done`` of ``asked`` ``what``."""
+        return (f"stopped at the cell budget of {self.seconds:g} s after {done:,} of {asked:,} {what} "
+                "(raise it with --cell-budget)")
 
 
 class PhaseClock:
@@ -86,7 +171,7 @@ def disk_full_hint(workdir: Path, engine: str, reason: str) -> str:
 class CellContext:
     """What a suite's run of one engine has to hand."""
 
-    suite: Suite
+    suite: RunnableSuite
     info: EngineInfo
     engine: type[Engine]
     ds: Dataset
@@ -121,6 +206,10 @@ class CellContext:
                       category=self.suite.category(bench), status=status, reason=reason,  # type: ignore[arg-type]
                       figures=figures, **extra)
 
+    def budget(self) -> Budget:
+        """The time budget of one cell, starting now."""
+        return Budget(self.protocol.cell_budget_s)
+
     def worker(self, name: str, ds: Dataset | None = None, load: bool = False) -> Worker:
         """A worker for the engine over ``workdir/name`` (not started yet)."""
         return Worker(self, name, ds or self.ds, load)
@@ -132,8 +221,13 @@ class CellContext:
             self.record(bench, status, f"engine did not start or load: {exc}")
 
 
+POLL_S = 0.005  # how often :meth:`Worker.wait_until` looks at its condition
+CLIENTS_START_S = 0.5  # :meth:`Worker.fan_out`'s clients begin together this long after they are sent
+
+
 class Worker:
-    """One engine process for a suite, with the one copy of failure handling.
+    """One engine process for a suite, with the one copy of failure handling, and the verbs a
+    suite drives it with.
 
     ``load``: whether :meth:`start` also loads the query data (an ingest suite's worker starts
     an empty engine). After a failure the worker is killed and started again (and loaded again
@@ -144,11 +238,86 @@ class Worker:
     def __init__(self, ctx: CellContext, name: str, ds: Dataset, load: bool) -> None:
         self.ctx = ctx
         self.load = load
-        self.proc = EngineProcess(ctx.info.name, ctx.workdir / name, ds.root, ctx.params)
+        self.workdir = ctx.workdir / name
+        self.ds = ds
+        self.proc = EngineProcess(ctx.info.name, self.workdir, ds.root, ctx.params, ctx.suite.worker_ops)
         self.down: str | None = None  # why the engine is not running after a failed restart
 
+    # -- verbs --------------------------------------------------------------------------------
+
     def call(self, timeout: float, **msg: Any) -> dict[str, Any]:
+        """Run one operation (``op=`` and its arguments) and return its reply; a reply that does
+        not come within ``timeout`` seconds is a :class:`CellTimeout` (the process is killed)."""
         return self.proc.call(timeout, **msg)
+
+    def begin(self, **msg: Any) -> None:
+        """Start one operation without waiting for it (:meth:`collect` takes its reply)."""
+        self.proc.send(**msg)
+
+    def replied(self) -> bool:
+        """Whether the operation begun last has replied (without taking the reply)."""
+        return self.proc.conn is not None and self.proc.conn.poll(0)
+
+    def collect(self, timeout: float) -> dict[str, Any]:
+        """The reply of the operation begun last, waiting up to ``timeout`` seconds."""
+        return self.proc.receive(timeout)
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float) -> int | None:
+        """Wait, while an operation begun with :meth:`begin` runs, until ``condition()`` holds;
+        return the runner's monotonic clock (ns) when it did, or ``None`` when the operation
+        replied first (its reply is left for :meth:`collect`). Past ``timeout`` seconds the
+        process is killed and :class:`CellTimeout` raised."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return time.monotonic_ns()
+            if self.replied():
+                return None
+            time.sleep(POLL_S)
+        self.proc.kill()
+        raise CellTimeout(f"not ready within {timeout:g} s")
+
+    @staticmethod
+    def pause_until(t_ns: int) -> None:
+        """Sleep until the runner's monotonic clock reads ``t_ns`` (from :meth:`wait_until`)."""
+        time.sleep(max(0, t_ns - time.monotonic_ns()) / 1e9)
+
+    def kill_servers(self) -> int:
+        """SIGKILL the engine's server processes and their children, not the engine process (a
+        server crash); how many processes were killed. An embedded engine has none."""
+        return self.proc.kill_servers()
+
+    def fan_out(self, count: int, timeout: float, **msg: Any) -> list[dict[str, Any]]:
+        """Run one operation in ``count`` further engine processes at once, each opened beside
+        this one over its store (``start_shared``) and told its number (``client``) and a common
+        start time (``start_at``, epoch seconds); their replies in client order. The processes
+        are closed afterwards."""
+        procs = [EngineProcess(self.ctx.info.name, self.workdir, self.ds.root, self.ctx.params,
+                               self.ctx.suite.worker_ops) for _ in range(count)]
+        replies: list[dict[str, Any]] = [{} for _ in procs]
+        errors: list[BaseException] = []
+        try:
+            for p in procs:
+                p.call(self.ctx.protocol.load_timeout_s, op="start_shared")
+            start_at = time.time() + CLIENTS_START_S
+
+            def one(i: int) -> None:
+                try:
+                    replies[i] = procs[i].call(timeout, **msg, client=i, start_at=start_at)
+                except BaseException as exc:  # raised below, in the caller's thread
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if errors:
+                raise errors[0]
+            return replies
+        finally:
+            for p in procs:
+                p.close()
 
     def start(self, load: bool | None = None) -> None:
         """Start the engine (and load it when the worker loads); failures raise."""
@@ -239,10 +408,12 @@ class Worker:
         return str(reply["plan"] or "")
 
     def close(self) -> None:
+        """Stop the engine cleanly (killed if it does not stop in time)."""
         self.proc.close()
         self._note_peak()
 
     def kill(self) -> None:
+        """Kill the engine process and its servers; the next call starts a fresh process."""
         self.proc.kill()
         self._note_peak()
 

@@ -1,5 +1,9 @@
 """Test-only fault injection, read from ``$TICKBENCH_FAULTS``; never set outside tests.
 
+When the variable names an engine, its engine process runs a subclass of the engine's adapter
+made by :func:`with_faults`, which injects the faults around the adapter's own calls; otherwise
+nothing of this module is on any timed path.
+
 ``duckdb:slow=0.05;duckdb:crash=O-S;duckdb:hang=O-V1;duckdb:wrong=T-V1``: ``slow`` adds seconds
 to every query inside the timed interval, ``crash`` ends the worker on that query as an engine
 crash would, ``hang`` never returns, ``wrong`` drops the last row of the answer,
@@ -23,11 +27,12 @@ import signal
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar, cast
 
 import psutil
+import pyarrow as pa
 
-from tickbench.engines.base import Engine, IngestClient
+from tickbench.engines.base import Engine, Ingest, IngestClient
 
 FAULTS_ENV = "TICKBENCH_FAULTS"
 
@@ -69,6 +74,49 @@ def inject(fault: dict[str, str], qid: str) -> None:
             time.sleep(3600)
     if "slow" in fault:
         time.sleep(float(fault["slow"]))
+
+
+class FaultInjection(Engine):
+    """The faults of :attr:`injected` around an adapter's load, queries and ingest clients (mixed
+    in before the adapter's class by :func:`with_faults`)."""
+
+    injected: ClassVar[dict[str, str]] = {}
+
+    def load(self) -> int:
+        if "kill_server_load" in self.injected:
+            kill_servers(self, float(self.injected["kill_server_load"]))
+        rows = super().load()  # type: ignore[safe-super]  # a mixin: the adapter's own load
+        if "slow_load" in self.injected:
+            time.sleep(float(self.injected["slow_load"]))
+        return rows
+
+    def run_query(self, qid: str) -> pa.Table:
+        if self.injected.get("kill_server") == qid:
+            kill_servers(self)
+        table = super().run_query(qid)  # type: ignore[safe-super]  # the adapter's own query
+        inject(self.injected, qid)
+        if self.injected.get("wrong") == qid and table.num_rows:
+            table = table.slice(0, table.num_rows - 1)
+        return table
+
+    def ingest_client(self) -> IngestClient:
+        client = cast(Ingest, super()).ingest_client()  # the adapter's own (a mixin's super())
+        if "lose" in self.injected:
+            return Losing(client, int(self.injected["lose"]))
+        if "stall" in self.injected:
+            seconds, _, nth = self.injected["stall"].partition("@")
+            return Stalling(client, float(seconds), int(nth or 1))
+        return client
+
+
+def with_faults(cls: type[Engine], fault: dict[str, str]) -> type[Engine]:
+    """``cls`` with the faults ``fault`` injected (its name, ``info`` and class flags kept)."""
+    return type(cls.__name__, (FaultInjection, cls), {"injected": dict(fault), "__module__": cls.__module__})
+
+
+def faults_of(adapter: Engine) -> dict[str, str]:
+    """The faults injected into ``adapter`` (empty unless a test asked for some)."""
+    return dict(adapter.injected) if isinstance(adapter, FaultInjection) else {}
 
 
 class Stalling(IngestClient):
@@ -118,14 +166,3 @@ def stream_delays(fault: dict[str, str]) -> dict[str, float]:
     stall_s, _, nth = fault.get("stall", "").partition("@")
     return {"writer_delay": float(fault.get("writer_delay", 0)), "ack_delay": float(fault.get("ack_delay", 0)),
             "stall_s": float(stall_s or 0), "stall_nth": int(nth or 1)}
-
-
-def open_client(adapter: Engine, fault: dict[str, str]) -> IngestClient:
-    """A new ingest client, wrapped by the ``stall=SECONDS@N`` or ``lose=N`` fault when set."""
-    client = adapter.ingest_client()
-    if "lose" in fault:
-        return Losing(client, int(fault["lose"]))
-    if "stall" in fault:
-        seconds, _, nth = fault["stall"].partition("@")
-        return Stalling(client, float(seconds), int(nth or 1))
-    return client

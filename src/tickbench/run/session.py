@@ -1,48 +1,37 @@
-"""One ``tickbench run``: dataset, engines, suite, results and reports."""
+"""One ``tickbench run``: dataset, engines, the suites given to it, and the results.
+
+The run knows suites only through :class:`~tickbench.run.cell.RunnableSuite`: the caller (the
+command line, or a test) picks them from the suite registry and hands them over in
+:class:`RunConfig`."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
+import fcntl
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.base import ENDPOINTS_ENV, Endpoint, EngineUnavailable
-from tickbench.engines.registry import adapter_class, availability, engine_infos
+from tickbench.engines.base import ENDPOINTS_ENV, Endpoint, EngineUnavailable, Server
+from tickbench.engines.registry import adapter, adapter_class, availability, engine_infos
+from tickbench.engines.server import stop_leftovers
 from tickbench.params import QueryParams, query_params
 from tickbench.reference import ReferenceAnswers
-from tickbench.results import Dataset as DatasetInfo
-from tickbench.results import Record, Results, read_results
-from tickbench.run import environment
-from tickbench.run.cell import CellContext, PhaseClock, Protocol, free_bytes
+from tickbench.results import DatasetInfo, Record, Results, RunSettings, V1Names, read_results
+from tickbench.run import engine_process, environment
+from tickbench.run.cell import CellContext, Options, PhaseClock, Protocol, RunnableSuite, free_bytes
 from tickbench.run.memory import own_peak_rss
-from tickbench.suites.base import OptionError, Options, Suite
-from tickbench.suites.registry import suites as all_suites
-
-
-def suite_names() -> tuple[str, ...]:
-    """The ``--suite`` values: every suite, then ``all``."""
-    return (*all_suites(), "all")
-
-
-def suite_options(**given: Any) -> dict[str, Options]:
-    """Every suite's option values: its defaults, with ``given`` (by option name) in place;
-    an option no suite declares is refused."""
-    out = {name: s.defaults() for name, s in all_suites().items()}
-    owner = {o.name: name for name, s in all_suites().items() for o in s.options}
-    for key, value in given.items():
-        if key not in owner:
-            raise OptionError(f"unknown suite option {key!r}; known: {', '.join(owner)}")
-        out[owner[key]][key] = value
-    return out
 
 
 def options_json(options: dict[str, Options]) -> dict[str, dict[str, Any]]:
@@ -58,28 +47,31 @@ class RunError(Exception):
 
 @dataclass
 class RunConfig:
+    """One run, as asked for: its engines, dataset, output, the suites it records (in order)
+    and their options, the measurement protocol, and whether it continues an earlier run."""
+
     engines: list[str]
     data: Path
     out: Path
     seed: int
-    suite: str = "published"
+    #: The suites the run records, in report order (``--suite all``: every suite).
+    suites: tuple[RunnableSuite, ...]
+    #: The ``--suite`` value as given (recorded, and what ``--resume`` picks the suites by).
+    suite: str
     protocol: Protocol = field(default_factory=Protocol)
     verify_dataset: bool = True
     resume: bool = False
     #: With ``resume``: engines run again from the start, their earlier records dropped.
     redo: list[str] = field(default_factory=list)
-    options: dict[str, Options] = field(default_factory=suite_options)  # by suite, then option
+    options: dict[str, Options] = field(default_factory=dict)  # by suite, then option
     #: External endpoints by engine: servers the user runs, used as they are (no start/stop).
     endpoints: dict[str, Endpoint] = field(default_factory=dict)
+    #: How a version-1 results file being resumed is migrated (from the suite registry).
+    v1: V1Names | None = None
 
-    def suites(self) -> list[Suite]:
-        """The suites the run records: ``all`` is every suite, in report order."""
-        known = all_suites()
-        return list(known.values()) if self.suite == "all" else [known[self.suite]]
-
-    def opts(self, suite: str) -> Options:
-        known = all_suites()[suite]
-        return {**known.defaults(), **self.options.get(suite, {})}
+    def opts(self, suite: RunnableSuite) -> Options:
+        """``suite``'s option values: its defaults, with the run's in place."""
+        return {**suite.defaults(), **self.options.get(suite.name, {})}
 
 
 Progress = Callable[[str, int, int], None]  # (label, done, total)
@@ -95,35 +87,12 @@ def check_engines(names: list[str]) -> None:
         raise RunError("--engines: no engine named")
 
 
-def check_suite(suite: str) -> None:
-    if suite not in suite_names():
-        raise RunError(f"--suite {suite}: unknown; choose one of {', '.join(suite_names())}")
-
-
-# Why a suite, or a mode, cannot run on an external endpoint (a server tickbench does not run).
-ENDPOINT_REFUSED = {
-    "durability": "it kills the server's processes (SIGKILL) to test recovery, and tickbench never kills "
-                  "or restarts a server it does not run",
-    "tick-latency": "its ingest stores restart the server with each durability setting (a server-wide "
-                    "setting) and live beside the loaded tables in stores of their own",
-    "stream": "its ingest stores restart the server with each durability setting (a server-wide setting) "
-              "and live beside the loaded tables in stores of their own",
-    "concurrency": "its clients attach to a server through the port file of the one tickbench started; "
-                   "not implemented for external endpoints yet",
-    "scaling": "it loads further datasets into stores of their own; not implemented for external endpoints yet",
-}
 COLD_REFUSED = ("--cold restarts the engine's server and drops the OS page cache before each repetition, "
                 "and tickbench never restarts a server it does not run; run warm against an endpoint")
-#: The published suite's cells not measured on an external endpoint, with the reason.
-ENDPOINT_UNMEASURED = {
-    "W": "not measured on an external endpoint: W loads the bulk day into fresh stores of its own beside "
-         "the loaded data, and its baseline runs the engine's own local tools",
-    "SE": "not measured on an external endpoint: SE measures the bytes of a fresh store on the server's "
-          "disk, which tickbench does not own there",
-}
 
 
-def check_endpoints(engines: list[str], suite: str, cold: bool, endpoints: dict[str, Endpoint]) -> None:
+def check_endpoints(engines: list[str], suite: str, suites: Sequence[RunnableSuite], cold: bool,
+                    endpoints: dict[str, Endpoint]) -> None:
     """Refuse, before anything is generated or loaded, a run that would restart, kill or
     reconfigure a server the user runs, or an endpoint for an engine that cannot use one."""
     if not endpoints:
@@ -141,10 +110,9 @@ def check_endpoints(engines: list[str], suite: str, cold: bool, endpoints: dict[
     named = ", ".join(f"{n}={e.address}" for n, e in endpoints.items())
     if cold:
         raise RunError(f"--cold with --endpoint {named}: refused: {COLD_REFUSED}")
-    refused = [s.name for s in (list(all_suites().values()) if suite == "all" else [all_suites()[suite]])
-               if s.name in ENDPOINT_REFUSED]
+    refused = [s for s in suites if s.endpoint_refusal is not None]
     if refused:
-        reasons = "; ".join(f"{s}: {ENDPOINT_REFUSED[s]}" for s in refused)
+        reasons = "; ".join(f"{s.name}: {s.endpoint_refusal}" for s in refused)
         raise RunError(f"--suite {suite} with --endpoint {named}: refused for an external endpoint ({reasons}); "
                        "run --suite published against it")
 
@@ -172,18 +140,20 @@ def preflight_endpoints(cfg: RunConfig, ds: Dataset, params: QueryParams) -> Non
     for name in cfg.endpoints:
         with tempfile.TemporaryDirectory(prefix="tickbench-preflight-") as tmp:
             try:
-                adapter_class(name)(Path(tmp), ds, params).check_endpoint_only()
+                adapter(name, Path(tmp), ds, params).check_endpoint_only()
             except EngineUnavailable as exc:
                 raise RunError(f"--engines {name}: {exc}") from None
 
 
-def config_of(cfg: RunConfig) -> dict[str, Any]:
+def settings_of(cfg: RunConfig) -> RunSettings:
+    """What the results record of the run's configuration (what ``--resume`` reads back)."""
     p = cfg.protocol
-    return {"engines": cfg.engines, "data": str(cfg.data.resolve()), "seed": cfg.seed, "suite": cfg.suite,
-            "repetitions": p.repetitions, "warmup": p.warmup, "timeout_s": p.timeout_s,
-            "load_timeout_s": p.load_timeout_s, "load_repetitions": p.load_repetitions, "cold": p.cold,
-            "save_answers": p.save_answers is not None, "options": options_json(cfg.options),
-            "endpoints": {n: e.as_json() for n, e in cfg.endpoints.items()}}
+    return RunSettings(engines=cfg.engines, data=str(cfg.data.resolve()), seed=cfg.seed, suite=cfg.suite,
+                       repetitions=p.repetitions, warmup=p.warmup, timeout_s=p.timeout_s,
+                       load_timeout_s=p.load_timeout_s, load_repetitions=p.load_repetitions, cold=p.cold,
+                       save_answers=p.save_answers is not None, cell_budget_s=p.cell_budget_s,
+                       options=options_json({s.name: cfg.opts(s) for s in cfg.suites}),
+                       endpoints={n: e.as_json() for n, e in cfg.endpoints.items()})
 
 
 #: The largest engine working directory measured, as a multiple of the dataset's size on disk:
@@ -195,7 +165,7 @@ WORKDIR_PER_DATASET = 6.5
 def disk_shortfall(cfg: RunConfig) -> str | None:
     """A warning when the disk under ``cfg.out`` may be too small for the run's server engines
     (``None`` when it has room): a full disk fails cells late in a long run."""
-    servers = [n for n in cfg.engines if n not in cfg.endpoints and adapter_class(n).has_server]
+    servers = [n for n in cfg.engines if n not in cfg.endpoints and issubclass(adapter_class(n), Server)]
     if not servers or not Path(cfg.data).is_dir():
         return None
     data_bytes = sum(p.stat().st_size for p in Path(cfg.data).rglob("*") if p.is_file())
@@ -209,52 +179,132 @@ def disk_shortfall(cfg: RunConfig) -> str | None:
             f"with `tickbench run --resume {cfg.out} --redo ENGINE`")
 
 
-def resume_config(out: Path, redo: list[str] | None = None) -> RunConfig:
-    """The configuration of the interrupted run in ``out``, to continue it; the engines in
-    ``redo`` are run again from the start (e.g. after a full disk failed some of their cells)."""
+def resume_config(out: Path, known: Mapping[str, RunnableSuite], redo: list[str] | None = None,
+                  v1: V1Names | None = None) -> RunConfig:
+    """The configuration of the interrupted run in ``out``, to continue it, with its suites
+    picked from ``known`` (every suite, by name); the engines in ``redo`` are run again from the
+    start (e.g. after a full disk failed some of their cells)."""
     path = out / "results.json"
     if not path.is_file():
         raise RunError(f"--resume {out}: no results.json there; nothing to resume")
-    c = read_results(path).config
-    if not c:
+    c = read_results(path, v1).config
+    if c is None:
         raise RunError(f"--resume {out}: its results.json records no run configuration")
-    unknown = [e for e in redo or [] if e not in c["engines"]]
+    unknown = [e for e in redo or [] if e not in c.engines]
     if unknown:
         raise RunError(f"--redo {','.join(unknown)}: not an engine of the run in {out} "
-                       f"({','.join(c['engines'])})")
+                       f"({','.join(c.engines)})")
+    if c.suite != "all" and c.suite not in known:
+        raise RunError(f"--resume {out}: the run's suite {c.suite} is not one this tickbench has "
+                       f"({', '.join(known)})")
+    suites = tuple(known.values()) if c.suite == "all" else (known[c.suite],)
     return RunConfig(
-        engines=list(c["engines"]), data=Path(c["data"]), out=out, seed=int(c["seed"]), suite=c["suite"],
-        protocol=Protocol(repetitions=c["repetitions"], warmup=c["warmup"], timeout_s=c["timeout_s"],
-                          load_timeout_s=c["load_timeout_s"], load_repetitions=c["load_repetitions"],
-                          cold=c["cold"], save_answers=out / "answers" if c["save_answers"] else None),
+        engines=list(c.engines), data=Path(c.data), out=out, seed=c.seed, suites=suites, suite=c.suite,
+        protocol=Protocol(repetitions=c.repetitions, warmup=c.warmup, timeout_s=c.timeout_s,
+                          load_timeout_s=c.load_timeout_s, load_repetitions=c.load_repetitions,
+                          cold=c.cold, save_answers=out / "answers" if c.save_answers else None,
+                          cell_budget_s=c.cell_budget_s),
         resume=True,
         redo=list(redo or []),
-        options={name: s.options_from_json(c.get("options", {}).get(name, {})) for name, s in all_suites().items()},
+        options={s.name: s.options_from_json(c.options.get(s.name, {})) for s in suites},
         # The user name is not recorded: it comes from the engine's usual variables (PGUSER …).
-        endpoints={n: Endpoint.from_json(e) for n, e in c.get("endpoints", {}).items()},
+        endpoints={n: Endpoint.from_json(e) for n, e in c.endpoints.items()},
+        v1=v1,
     )
+
+
+class RunInterrupted(BaseException):
+    """The run was asked to stop (SIGINT, SIGTERM or SIGHUP): the current engine was stopped,
+    its unfinished cells recorded as ``interrupted`` (``--resume`` runs them), and
+    ``results.json`` left valid. A ``BaseException``, so no cell's error handling takes it."""
+
+    def __init__(self, signame: str, interrupted: int = 0) -> None:
+        super().__init__(signame)
+        self.signame = signame
+        self.interrupted = interrupted
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def stopping_on_signals() -> Iterator[None]:
+    """While the run goes on, the first SIGINT, SIGTERM or SIGHUP stops it: every engine process
+    (and its servers) is killed and :class:`RunInterrupted` raised in the runner; a further
+    signal changes nothing. Outside the main thread (no handlers there) this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    raised: list[str] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if raised:
+            return
+        raised.append(signal.Signals(signum).name)
+        engine_process.stop_all()
+        raise RunInterrupted(raised[0])
+
+    before = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in before.items():
+            signal.signal(sig, old)
+        engine_process.resume_normal()
+
+
+LOCK_FILE = ".tickbench-run.lock"  # in --out, held for the life of a run
+
+
+@contextlib.contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """An exclusive lock on ``out`` for the life of a run: a second run into the same directory
+    (a second ``--resume``) is refused, naming the one that holds it."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = path.read_text().strip() or "another process"
+            raise RunError(f"--out {out}: another tickbench run ({holder}) is using it; wait for it to end, "
+                           "or choose another --out") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}".encode())
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)  # while still held: nothing else can have it
+    finally:
+        os.close(fd)  # the lock goes with the descriptor
 
 
 def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
     """Run the suite on every engine and write ``results.json`` after every cell.
 
     With ``cfg.resume`` the run continues the one recorded in ``cfg.out``: cells already
-    recorded are kept as they are and not run again."""
+    recorded are kept as they are and not run again (an ``interrupted`` cell is run again).
+    A signal stops the run (:class:`RunInterrupted`), leaving ``results.json`` valid."""
     check_engines(cfg.engines)
-    check_suite(cfg.suite)
-    check_endpoints(cfg.engines, cfg.suite, cfg.protocol.cold, cfg.endpoints)
+    if not cfg.suites:
+        raise RunError("no suite to run")
+    check_endpoints(cfg.engines, cfg.suite, cfg.suites, cfg.protocol.cold, cfg.endpoints)
     ds = Dataset.open(cfg.data, verify_content=cfg.verify_dataset)
     params = query_params(ds.params, cfg.seed)
     with endpoints_env(cfg.endpoints):
         preflight_endpoints(cfg, ds, params)
-        return _run(cfg, ds, params, progress)
+        if cfg.resume and not (cfg.out / "results.json").is_file():
+            raise RunError(f"--resume {cfg.out}: no results.json there; nothing to resume")
+        with locked(cfg.out), stopping_on_signals():
+            return _run(cfg, ds, params, progress)
 
 
 def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | None) -> Results:
     m = ds.manifest
     results_path = cfg.out / "results.json"
     if cfg.resume:
-        results = read_results(results_path)
+        results = read_results(results_path, cfg.v1)
         if results.dataset.content_hash != m.content_hash:
             raise RunError(f"--resume {cfg.out}: the run used dataset {results.dataset.content_hash}, "
                            f"{cfg.data} holds {m.content_hash}")
@@ -262,14 +312,16 @@ def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | 
             results.records = [r for r in results.records if r.engine not in cfg.redo]
             for name in cfg.redo:
                 results.environment.engines.pop(name, None)
+        results.records = [r for r in results.records if r.status != "interrupted"]  # run again
     elif results_path.exists():
         raise RunError(f"--out {cfg.out}: already holds results.json; choose another directory, "
                        f"or continue that run with `tickbench run --resume {cfg.out}`")
     else:
         results = _new_results(cfg, ds, params)
+    # Servers an earlier run of this directory started and could not stop (it was killed).
+    stop_leftovers(cfg.out / "work")
     done_cells = {(r.engine, r.benchmark) for r in results.records}
-    cfg.out.mkdir(parents=True, exist_ok=True)
-    results.write(results_path)
+    _write(results, results_path, cfg.out / "work")
     protocol = cfg.protocol
     if protocol.save_answers is not None:
         protocol = Protocol(**{**protocol.__dict__, "save_answers": cfg.out / "answers"})
@@ -284,7 +336,8 @@ def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | 
         if not todo_all:
             continue
         done = len(cells) - len(todo_all)
-
+        recorded: set[str] = set()
+        workdir = cfg.out / "work" / name
         meta: dict[str, Any] = {}
 
         def announce(what: str, name: str = name, total: int = len(cells)) -> None:
@@ -293,11 +346,13 @@ def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | 
 
         clock = PhaseClock(meta, announce)
 
-        def on_record(rec: Record, name: str = name, total: int = len(cells), clock: PhaseClock = clock) -> None:
+        def on_record(rec: Record, name: str = name, total: int = len(cells), clock: PhaseClock = clock,
+                      recorded: set[str] = recorded, workdir: Path = workdir) -> None:
             nonlocal done
             clock.lap(rec.benchmark)
             results.records.append(rec)
-            results.write(results_path)
+            recorded.add(rec.benchmark)
+            _write(results, results_path, workdir)
             done += 1
             if progress:
                 progress(f"{name}: {rec.benchmark}", done, total)
@@ -308,49 +363,84 @@ def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | 
             for suite, bid in todo_all:
                 on_record(Record(engine=name, benchmark=bid, suite=suite.name, category=suite.category(bid),
                                  status="unavailable", reason=avail.reason))
-            results.environment.engines[name] = {"available": False, "reason": avail.reason}
+            results.environment.engines[name] = {"available": False, "kind": infos[name].kind, "reason": avail.reason}
             continue
-        workdir = cfg.out / "work" / name
         if workdir.exists():
             shutil.rmtree(workdir)
-        for suite in cfg.suites():
-            todo = [b for s, b in todo_all if s is suite]
-            if name in cfg.endpoints:
-                for bench in [b for b in todo if b in ENDPOINT_UNMEASURED and suite.name == "published"]:
-                    todo.remove(bench)
-                    on_record(Record(engine=name, benchmark=bench, suite=suite.name,
-                                     category=suite.category(bench), status="unsupported",
-                                     reason=ENDPOINT_UNMEASURED[bench]))
-            if not todo:
-                continue
-            ctx = CellContext(suite=suite, info=infos[name], engine=cls, ds=ds, params=params, refs=refs,
-                              workdir=workdir / suite.name, protocol=protocol, opts=cfg.opts(suite.name),
-                              seed=cfg.seed, on_record=on_record, shared=shared.setdefault(suite.name, {}),
-                              meta=meta, clock=clock)
-            reason = suite.requires(cls, infos[name])
-            if reason is not None:
-                for bench in todo:
-                    ctx.record(bench, "unsupported", reason)
-                continue
-            suite.run(ctx, todo)
+        try:
+            for suite in cfg.suites:
+                todo = [b for s, b in todo_all if s is suite]
+                if name in cfg.endpoints:
+                    for bench in [b for b in todo if b in suite.endpoint_unmeasured]:
+                        todo.remove(bench)
+                        on_record(Record(engine=name, benchmark=bench, suite=suite.name,
+                                         category=suite.category(bench), status="unsupported",
+                                         reason=suite.endpoint_unmeasured[bench]))
+                if not todo:
+                    continue
+                ctx = CellContext(suite=suite, info=infos[name], engine=cls, ds=ds, params=params, refs=refs,
+                                  workdir=workdir / suite.name, protocol=protocol, opts=cfg.opts(suite),
+                                  seed=cfg.seed, on_record=on_record, shared=shared.setdefault(suite.name, {}),
+                                  meta=meta, clock=clock)
+                reason = suite.requires(cls, infos[name])
+                if reason is not None:
+                    for bench in todo:
+                        ctx.record(bench, "unsupported", reason)
+                    continue
+                suite.run(ctx, todo)
+        except RunInterrupted as stop:
+            engine_process.stop_all()
+            stop_leftovers(workdir)
+            why = (f"interrupted by {stop.signame} before it finished; `tickbench run --resume {cfg.out}` runs it")
+            left = [(s, b) for s, b in todo_all if b not in recorded]
+            for suite, bench in left:
+                on_record(Record(engine=name, benchmark=bench, suite=suite.name, category=suite.category(bench),
+                                 status="interrupted", reason=why))
+            results.environment.engines[name] = {"available": True, "kind": infos[name].kind, **meta,
+                                                 "interrupted": stop.signame}
+            _write(results, results_path, workdir)
+            shutil.rmtree(cfg.out / "work", ignore_errors=True)
+            raise RunInterrupted(stop.signame, len(left)) from None
         if "version" not in meta:
             meta.update(_engine_meta(name))
-        results.environment.engines[name] = {"available": True, **meta}
+        results.environment.engines[name] = {"available": True, "kind": infos[name].kind, **meta}
         results.environment.runner_peak_rss_bytes = own_peak_rss()
-        results.write(results_path)
+        _write(results, results_path, workdir)
         shutil.rmtree(workdir, ignore_errors=True)
     shutil.rmtree(cfg.out / "work", ignore_errors=True)
     return results
 
 
-def engine_cells(name: str, cfg: RunConfig) -> list[tuple[Suite, str]]:
+def _write(results: Results, path: Path, workdir: Path) -> None:
+    """Write ``results.json``; on a full disk, remove the engine's working directory (what filled
+    it) and try once more, and when that fails too, stop the run naming the disk."""
+    try:
+        results.write(path)
+        return
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+    stop_leftovers(workdir)
+    shutil.rmtree(workdir, ignore_errors=True)
+    try:
+        results.write(path)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        raise RunError(f"the disk under {path.parent} is full ({free_bytes(path.parent) / 1e9:.1f} GB free even "
+                       f"after removing {workdir}): {path.name} could not be written; free space there, then "
+                       f"`tickbench run --resume {path.parent}`") from None
+
+
+def engine_cells(name: str, cfg: RunConfig) -> list[tuple[RunnableSuite, str]]:
     """Every (suite, benchmark id) the run records for engine ``name``, in run order."""
     cls = adapter_class(name)
-    return [(s, b) for s in cfg.suites() for b in s.cell_ids(cfg.opts(s.name), cls)]
+    return [(s, b) for s in cfg.suites for b in s.cell_ids(cfg.opts(s), cls)]
 
 
 def _engine_meta(name: str) -> dict[str, Any]:
-    """The version of an engine the published suite did not start (it reports it itself)."""
+    """The version of an engine whose suites did not record it (a suite that starts the
+    engine reports the version it ran)."""
     try:
         return {"version": adapter_class(name).probe()}
     except Exception as exc:  # recorded, not fatal: the cells carry their own status
@@ -369,5 +459,5 @@ def _new_results(cfg: RunConfig, ds: Dataset, params: QueryParams) -> Results:
                             generator_version=m.generator_version),
         params=params.as_dict(),
         environment=environment.capture(),
-        config=config_of(cfg),
+        config=settings_of(cfg),
     )

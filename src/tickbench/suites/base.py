@@ -12,38 +12,51 @@ declares, as data:
   part, recorded in every cell as ``unsupported``);
 * its cells (:meth:`Suite.cell_ids`) and how to run them (:meth:`Suite.run`, through a
   :class:`~tickbench.run.cell.CellContext` that owns workers, failures and records);
-* the operations it adds to the engine's worker process (``worker_ops``: functions that run
-  inside the worker and time their own work there);
+* the operations it adds to the engine's process (``worker_ops``: module-level functions that
+  run inside that process and time their own work there; handed to the process when the
+  runner spawns it, so the runner names none of them);
+* whether it can run against a server tickbench does not run (``endpoint_refusal``: the
+  reason it cannot, the default for a suite that does not declare otherwise) and which of its
+  cells are not measured there (``endpoint_unmeasured``);
 * the typed model of its records' ``figures`` (``figures_model``), checked when a record is
   made and when results are read;
-* its sections in the reports (:meth:`Suite.markdown`, :meth:`Suite.html`) and its one figure
-  per cell in the terminal table (:meth:`Suite.headline`).
+* its sections in the reports (:meth:`Suite.report_html`, :meth:`Suite.report_markdown`; by
+  default its ``report`` module's ``markdown(records)`` and ``html(records, add_chart)``, one
+  section in the group of further suites), its one figure per cell in the terminal
+  (:meth:`Suite.headline`, :meth:`Suite.cell_text`) and what ``tickbench compare`` compares of
+  a cell (:meth:`Suite.measures`); the reports read a suite through
+  :class:`~tickbench.report.sections.ReportSuite`, which :class:`Suite` implements.
 
 Discovery (:mod:`tickbench.suites.registry`) finds every such package, so adding a suite
-edits no other file. Suites never read a clock outside their worker operations and the
-runner's cell context.
+edits no other file. Suites never read a clock outside their worker operations: they drive
+engine processes through :class:`~tickbench.run.cell.Worker`'s verbs, and a failed cell is
+handled by :meth:`~tickbench.run.cell.Worker.attempt`. The runner reads a suite through
+:class:`~tickbench.run.cell.RunnableSuite`, which :class:`Suite` implements.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
+from tickbench.report.cells import Measure, cell_text, timing_measures
+from tickbench.report.widgets import AddChart, PageParts, Section, SuiteView
+from tickbench.results import Record
+from tickbench.run.cell import CellContext, Options, WorkerOp
+
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine, EngineInfo
-    from tickbench.results import Record
-    from tickbench.run.cell import CellContext
 
-Options = dict[str, Any]  # one suite's option values, by option name
-#: A worker operation: (adapter, request, test-only faults) -> reply; runs in the engine's worker.
-WorkerOp = Callable[["Engine", dict[str, Any], dict[str, str]], dict[str, Any]]
-#: Adds one chart to the HTML page: (div id, traces, layout) -> the chart's HTML.
-AddChart = Callable[[str, list[dict[str, Any]], dict[str, Any]], str]
+__all__ = ["AddChart", "Option", "OptionError", "Options", "Suite", "WorkerOp"]
+
+#: Why a suite that says nothing of external endpoints does not run against one.
+UNDECLARED_ENDPOINT = ("the suite does not declare that it can run against a server tickbench does not run "
+                       "(its endpoint_refusal)")
 
 
 class OptionError(ValueError):
@@ -96,12 +109,23 @@ class Suite(ABC):
     options: ClassVar[tuple[Option, ...]] = ()
     figures_model: ClassVar[type[BaseModel] | None] = None
     worker_ops: ClassVar[dict[str, WorkerOp]] = {}
+    #: Why the suite cannot run against an external endpoint (``None``: it can). Refused
+    #: unless a suite says otherwise: a new suite is never let loose on a user's own server.
+    endpoint_refusal: ClassVar[str | None] = UNDECLARED_ENDPOINT
+    #: The suite's cells not measured against an external endpoint, each with the reason.
+    endpoint_unmeasured: ClassVar[dict[str, str]] = {}
     #: The suite's report module, when it has one: ``markdown(records) -> list[str]`` and
     #: ``html(records, add_chart) -> str`` (the default :meth:`markdown` and :meth:`html`).
     report: ClassVar[ModuleType | None] = None
+    #: Whether its sections stand at the top of the report (else, one section in the group of
+    #: further suites).
+    own_sections: ClassVar[bool] = False
 
     def defaults(self) -> Options:
         return {o.name: o.default for o in self.options}
+
+    def option_names(self) -> Sequence[str]:
+        return [o.name for o in self.options]
 
     def options_from_json(self, raw: dict[str, Any]) -> Options:
         """Option values as ``results.json`` records them (missing ones take their default)."""
@@ -131,6 +155,15 @@ class Suite(ABC):
 
     # -- reports --------------------------------------------------------------------------
 
+    def report_html(self, view: SuiteView) -> PageParts[list[Section]]:
+        """The suite's HTML: by default one section, :meth:`html` of its records."""
+        body = self.html(view.records, view.add or _no_chart)
+        return PageParts([Section(f"beyond-{self.name}", self.title, body)], [], [])
+
+    def report_markdown(self, view: SuiteView) -> PageParts[list[str]]:
+        """The suite's Markdown: by default :meth:`markdown` of its records (the shell titles it)."""
+        return PageParts(self.markdown(view.records), [], [])
+
     def markdown(self, records: list[Record]) -> list[str]:
         """The suite's Markdown section body in ``report.md`` (the shell adds the title)."""
         return list(self.report.markdown(records)) if self.report is not None else []
@@ -143,7 +176,17 @@ class Suite(ABC):
         """The one figure that sums up an ok cell in the terminal table."""
         return ""
 
-    def beside_published(self) -> bool:
-        """Whether the suite's section goes with the suites beyond the paper (all but the
-        published suite, whose figures are the page itself)."""
-        return True
+    def cell_text(self, record: Record) -> str:
+        """A cell's text in a matrix of benchmarks × engines: its status, or its timing, or its
+        headline figure."""
+        if record.status == "ok" and record.stats is None:
+            return self.headline(record) or "✔"
+        return cell_text(record)
+
+    def measures(self, record: Record) -> list[Measure]:
+        """What ``tickbench compare`` compares of a cell: by default its timed repetitions."""
+        return timing_measures(record)
+
+
+def _no_chart(div_id: str, data: list[dict[str, Any]], layout: dict[str, Any]) -> str:
+    return ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tickbench.engines.base import Engine, EngineInfo
+from tickbench.engines.base import Engine, EngineInfo, Ingest
 
 NO_INGEST = "no ingest capability implemented"
 
@@ -18,7 +18,7 @@ def requires_ingest(suite: str, engine: type[Engine], info: EngineInfo) -> str |
     """Why ``engine`` cannot take part in the ingest suite ``suite``: its ``engine.toml``'s
     reason, or the missing ingest capability; ``None`` when it can."""
     reason = info.unsupported.get(suite)
-    if reason is None and not engine.supports_ingest():
+    if reason is None and not issubclass(engine, Ingest):
         reason = NO_INGEST
     return reason
 

@@ -37,7 +37,16 @@ from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS
 from tickbench.engines.arcticdb.ingest import PRUNE, FramesTarget, IngestStore, Writer
 from tickbench.engines.arcticdb.layout import LIBRARY, SORT_KEYS, TABLES, VENUES, Store, symbol_name
-from tickbench.engines.base import Engine, IngestClient, LoadFigures, StreamTarget
+from tickbench.engines.base import (
+    BulkLoad,
+    Engine,
+    EngineInfo,
+    Ingest,
+    IngestClient,
+    LoadFigures,
+    Storage,
+    StreamTarget,
+)
 from tickbench.params import QueryParams
 
 OPTIONS = adb.LibraryOptions(rows_per_segment=100_000, columns_per_segment=127)
@@ -137,7 +146,7 @@ def lmdb_bytes(root: Path) -> dict[str, int]:
             "lmdb_dir_allocated": sum(p.stat().st_blocks * 512 for p in files)}
 
 
-class Adapter(Engine):
+class Adapter(Engine, BulkLoad, Storage, Ingest):
     ac: adb.Arctic | None = None
     store: Store | None = None
     ingest: IngestStore | None = None
@@ -149,8 +158,8 @@ class Adapter(Engine):
     # process cannot take a committed transaction back, so no acknowledged row is lost.
     ingest_durable: ClassVar[frozenset[str]] = frozenset({"default"})
 
-    def __init__(self, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
-        super().__init__(workdir, dataset, params)
+    def __init__(self, info: EngineInfo, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
+        super().__init__(info, workdir, dataset, params)
         self.modules: dict[str, ModuleType] = {}
 
     @classmethod

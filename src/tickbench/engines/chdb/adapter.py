@@ -27,10 +27,14 @@ from chdb.state.sqlitelike import Connection
 
 from tickbench.data.schema import SCHEMAS, TABLES, rows_to_table
 from tickbench.engines.base import (
+    BulkLoad,
     Engine,
+    EngineTime,
     EngineUnavailable,
+    Ingest,
     IngestClient,
     LoadFigures,
+    Storage,
     StreamSender,
     StreamTarget,
 )
@@ -229,7 +233,7 @@ def ipc_stream(batch: pa.Table) -> bytes:
     return bytes(sink.getvalue())
 
 
-class Adapter(Engine):
+class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime):
     session: Session | None = None
     # True while the session's last statement was a benchmark query (see query_memory_bytes).
     _query_last: bool = False

@@ -14,7 +14,7 @@ import functools
 import os
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import datafusion
 import pyarrow as pa
@@ -22,7 +22,7 @@ from datafusion import DataFrame, SessionConfig, SessionContext, col
 from datafusion.dataframe import DataFrameWriteOptions, ParquetColumnOptions, ParquetWriterOptions
 
 from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.engines.base import Engine, LoadFigures
+from tickbench.engines.base import BulkLoad, Engine, LoadFigures, SharedReaders, Storage
 
 PARAM = re.compile(r"\$([a-z_]+)")
 SORT_KEY = ("sym", "exchange", "ts")
@@ -109,9 +109,7 @@ def write_day(ctx: SessionContext, source: DataFrame, dest: Path) -> None:
     fsync_path(dest.parent)
 
 
-class Adapter(Engine):
-    # Concurrency clients are processes, each registering the same files (read-only).
-    concurrency_model: ClassVar[str] = "processes"
+class Adapter(Engine, BulkLoad, Storage, SharedReaders):
     ctx: SessionContext | None = None
 
     @classmethod
@@ -138,6 +136,11 @@ class Adapter(Engine):
         ctx = session()
         register_store(ctx, self.store)
         return ctx
+
+    def start_shared(self) -> None:
+        """Concurrency clients are processes, each registering the same files: the store is
+        only read, and a file read by several processes needs no lock."""
+        self.start()
 
     def stop(self) -> None:
         self.ctx = None

@@ -12,7 +12,17 @@ import duckdb
 import pyarrow as pa
 
 from tickbench.data.schema import SCHEMAS, TABLES, rows_to_table
-from tickbench.engines.base import Engine, IngestClient, LoadFigures, StreamSender, StreamTarget
+from tickbench.engines.base import (
+    BulkLoad,
+    Engine,
+    Ingest,
+    IngestClient,
+    LoadFigures,
+    SharedReaders,
+    Storage,
+    StreamSender,
+    StreamTarget,
+)
 
 SCHEMA = (Path(__file__).parent / "schema.sql").read_text()
 PARAM = re.compile(r"\$([a-z_]+)")
@@ -112,9 +122,8 @@ class _ArrowTarget(StreamTarget):
         return _ArrowSender(self.con.cursor())
 
 
-class Adapter(Engine):
+class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders):
     # Concurrency clients are processes, each opening the file read-only (start_shared).
-    concurrency_model: ClassVar[str] = "processes"
     con: duckdb.DuckDBPyConnection | None = None
     ingest: duckdb.DuckDBPyConnection | None = None
     ingest_durability: ClassVar[dict[str, str]] = {

@@ -40,7 +40,16 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from tickbench.data.schema import SCHEMAS, TABLES, book_level_columns
-from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures, StreamTarget
+from tickbench.engines.base import (
+    BulkLoad,
+    EngineTime,
+    EngineUnavailable,
+    Ingest,
+    IngestClient,
+    LoadFigures,
+    Storage,
+    StreamTarget,
+)
 from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES, Ties, line_batches
 from tickbench.engines.influxdb.results import (
     Header,
@@ -99,7 +108,7 @@ def bin_dir() -> Path:
     return tools_dir() / "influxdb"
 
 
-class Adapter(ServerEngine):
+class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
     server_name = "influxd"
     data_dir = "influxdb"
     port_names = ("http", "rpc")  # the HTTP API, and the RPC (backup) service it cannot switch off

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.engines.base import Endpoint, Engine, EngineUnavailable, LoadFigures
+from tickbench.engines.base import BulkLoad, Endpoint, Engine, EngineInfo, EngineUnavailable, LoadFigures, Storage
 from tickbench.params import QueryParams
 
 HERE = Path(__file__).parent
@@ -313,14 +313,14 @@ class Remote:
         self.conn.close()
 
 
-class Adapter(Engine):
+class Adapter(Engine, BulkLoad, Storage):
     external_endpoint = True  # a q process over IPC (Remote), through PyKX unlicensed
 
-    def __init__(self, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
+    def __init__(self, info: EngineInfo, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
         # \l (the fallback where q has no .Q.lo) moves the process into the HDB, so every path
         # is made absolute against the working directory the adapter was created in.
         self.cwd = Path.cwd()
-        super().__init__(self._abs(workdir), dataset, params)
+        super().__init__(info, self._abs(workdir), dataset, params)
         self.kx: Any = None
         self.queries: dict[str, str] = {}
         self.remote: Remote | None = None

@@ -36,7 +36,7 @@ import polars as pl
 import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.base import Engine
+from tickbench.engines.base import Engine, EngineInfo
 from tickbench.params import QueryParams
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -154,8 +154,8 @@ def load_query(path: Path) -> QueryFn:
 class Adapter(Engine):
     persistent = False  # the frames live in the process: a restart loads again
 
-    def __init__(self, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
-        super().__init__(workdir, dataset, params)
+    def __init__(self, info: EngineInfo, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
+        super().__init__(info, workdir, dataset, params)
         self.store: Store | None = None
         self.queries: dict[str, QueryFn] = {}
 

@@ -47,7 +47,16 @@ import pyarrow.parquet as pq
 from psycopg import sql
 
 from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures, StreamTarget
+from tickbench.engines.base import (
+    BulkLoad,
+    EngineTime,
+    EngineUnavailable,
+    Ingest,
+    IngestClient,
+    LoadFigures,
+    Storage,
+    StreamTarget,
+)
 from tickbench.engines.postgres import pgcopy
 from tickbench.engines.postgres.pgcopy import result_arrow
 from tickbench.engines.postgres.writer import CopyTarget, Writer
@@ -119,7 +128,7 @@ SYNCHRONOUS_COMMIT = {
 }
 
 
-class Adapter(ServerEngine):
+class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
     server_name = "postgres"
     data_dir = "pgdata"
     port_env = "TICKBENCH_POSTGRES_PORT"  # a fixed port instead of a free one (refused if taken)

@@ -40,7 +40,16 @@ import pyarrow.parquet as pq
 from questdb import Sender
 
 from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.engines.base import EngineUnavailable, IngestClient, LoadFigures, StreamTarget
+from tickbench.engines.base import (
+    BulkLoad,
+    EngineTime,
+    EngineUnavailable,
+    Ingest,
+    IngestClient,
+    LoadFigures,
+    Storage,
+    StreamTarget,
+)
 from tickbench.engines.questdb.schema import CREATE, INGEST, SCHEMA, SYMBOLS, TS_PATTERN, bind, imp_schema
 from tickbench.engines.questdb.writer import IlpTarget, Writer
 from tickbench.engines.server import LOOPBACK, InstallStep, ReaderPool, ServerEngine, tools_dir
@@ -85,7 +94,7 @@ def jar_path() -> Path:
     return tools_dir() / "questdb" / f"questdb-{VERSION}.jar"
 
 
-class Adapter(ServerEngine):
+class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
     server_name = "questdb"
     data_dir = "qdb"  # QuestDB's root directory (-d): conf/, db/, import/
     port_names = ("http", "pg", "ilp_tcp")

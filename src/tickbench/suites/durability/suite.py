@@ -1,24 +1,22 @@
-"""The durability suite's cells, in the parent: start the writers in the engine's worker, kill
+"""The durability suite's cells, in the parent: start the writers in the engine process, kill
 the engine at the seeded point, have it recover, and record what was lost (the protocol is in
-:mod:`tickbench.suites.durability.worker` and METHODOLOGY.md)."""
+:mod:`tickbench.suites.durability.ops` and METHODOLOGY.md)."""
 
 from __future__ import annotations
 
 import re
-import time
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import latency
+from tickbench.engines.base import Ingest, Server, capability_class
 from tickbench.results import Record
-from tickbench.run.cell import FAILURES, CellContext, Worker
-from tickbench.run.worker import CellTimeout, EngineError, EngineProcess
+from tickbench.run.cell import CellContext, EngineError, Worker
 from tickbench.suites.base import Option, Options, Suite, WorkerOp
 from tickbench.suites.durability import report as report_module
-from tickbench.suites.durability.worker import ACK, clock, kill_delay_s, open_op, read_acks, recover_op, write_op
+from tickbench.suites.durability.ops import ACK, kill_delay_s, open_op, read_acks, recover_op, write_op
 from tickbench.suites.ingest import requires_ingest
 
 if TYPE_CHECKING:
@@ -72,6 +70,8 @@ class DurabilitySuite(Suite):
     )
     report: ClassVar[ModuleType | None] = report_module
     figures_model = DurabilityFigures
+    endpoint_refusal = ("it kills the server's processes (SIGKILL) to test recovery, and tickbench never kills "
+                        "or restarts a server it does not run")
     worker_ops: ClassVar[dict[str, WorkerOp]] = {
         "durability_open": open_op, "durability_write": write_op, "durability_recover": recover_op}
 
@@ -79,11 +79,11 @@ class DurabilitySuite(Suite):
         return requires_ingest(self.name, engine, info)
 
     def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
-        return [durability_id(s) for s in tuple(engine.ingest_durability) or ("default",)]
+        return [durability_id(s) for s in settings(engine) or ("default",)]
 
     def support(self, engine: type[Engine], info: EngineInfo) -> str:
         reason = self.requires(engine, info)
-        return f"— {reason}" if reason else "✔ " + ", ".join(f"`{s}`" for s in engine.ingest_durability)
+        return f"— {reason}" if reason else "✔ " + ", ".join(f"`{s}`" for s in settings(engine))
 
     def run(self, ctx: CellContext, todo: list[str]) -> None:
         """Record every durability cell of ``todo``, setting by setting."""
@@ -91,7 +91,7 @@ class DurabilitySuite(Suite):
         if not worker.start_or_fail(todo):
             return
         try:
-            for setting in ctx.engine.ingest_durability:
+            for setting in settings(ctx.engine):
                 bench = durability_id(setting)
                 if bench in todo:
                     ctx.on_record(_cell(ctx, worker, bench, setting))
@@ -104,61 +104,57 @@ class DurabilitySuite(Suite):
                 f"{f['throughput']:,.0f} writes/s")
 
 
+def settings(engine: type[Engine]) -> tuple[str, ...]:
+    """The durability settings ``engine`` names (none without the ingest capability)."""
+    return tuple(engine.ingest_durability) if issubclass(engine, Ingest) else ()
+
+
 def slug(setting: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", setting)
 
 
-def _wait_first_ack(proc: EngineProcess, ack_log: Path, timeout: float) -> int:
-    """When the first acknowledgement is in the log; an early reply from the writer (it
-    failed before any) is raised as the engine's error."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if ack_log.exists() and ack_log.stat().st_size >= ACK.size:
-            return clock()
-        assert proc.conn is not None
-        if proc.conn.poll(0):
-            reply = proc.receive(0)
-            raise EngineError("the writers stopped before any acknowledgement: " + "; ".join(reply["errors"]))
-        time.sleep(0.005)
-    proc.kill()
-    raise CellTimeout(f"no write acknowledged within {timeout:g} s")
-
-
 def _cell(ctx: CellContext, worker: Worker, bench: str, setting: str) -> Record:
     cls = ctx.engine
+    ingest = capability_class(cls, Ingest)
     seconds, writers = ctx.opts["durability_seconds"], ctx.opts["durability_writers"]
-    server = cls.has_server
-    proc = worker.proc
+    server = issubclass(cls, Server)
     work = ctx.workdir / "durability" / slug(setting)
     work.mkdir(parents=True, exist_ok=True)
     store, ack_log = work / "store", work / "acks.bin"
     delay = kill_delay_s(ctx.seed, ctx.info.name, setting, seconds)
     figures: dict[str, Any] = {
-        "setting": setting, "meaning": cls.ingest_durability[setting], "durable": setting in cls.ingest_durable,
+        "setting": setting, "meaning": ingest.ingest_durability[setting], "durable": setting in ingest.ingest_durable,
         "writers": writers, "seconds_cap": seconds, "kill_after_s": round(delay, 3),
         "killed": "server processes (SIGKILL)" if server else "writer process (SIGKILL)",
     }
     timeout = ctx.protocol.load_timeout_s
-    try:
-        proc.call(timeout, op="durability_open", store=str(store), setting=setting)
-        proc.send(op="durability_write", seconds=seconds, writers=writers, ack_log=str(ack_log))
-        first = _wait_first_ack(proc, ack_log, timeout)
-        time.sleep(max(0.0, first + delay * 1e9 - clock()) / 1e9)
+
+    def body() -> Record:
+        worker.call(timeout, op="durability_open", store=str(store), setting=setting)
+        worker.begin(op="durability_write", seconds=seconds, writers=writers, ack_log=str(ack_log))
+        first = worker.wait_until(lambda: ack_log.exists() and ack_log.stat().st_size >= ACK.size, timeout)
+        if first is None:  # the writers replied before any acknowledgement: they failed
+            reply = worker.collect(0)
+            raise EngineError("the writers stopped before any acknowledgement: " + "; ".join(reply["errors"]))
+        worker.pause_until(first + round(delay * 1e9))
         # Did the writers finish before the kill came? (then it did not hit mid-stream)
-        assert proc.conn is not None
-        figures["finished_before_kill"] = bool(proc.conn.poll(0))
+        figures["finished_before_kill"] = worker.replied()
         if server:
-            figures["processes_killed"] = proc.kill_servers()
-            wrote = proc.receive(seconds + WRITER_GRACE_S)
+            figures["processes_killed"] = worker.kill_servers()
+            wrote = worker.collect(seconds + WRITER_GRACE_S)
         else:
-            proc.kill()
+            worker.kill()  # the embedded engine is its writer's process
             wrote = {"errors": []}
         figures["writer_saw"] = (wrote["errors"] or ["no error"])[0]
-        r = proc.call(timeout, op="durability_recover", store=str(store), setting=setting, ack_log=str(ack_log))
-    except FAILURES as exc:
-        status, reason = worker.failure(exc)
-        return ctx.make(bench, status, reason[:2000], figures=figures)
-    acks = read_acks(ack_log)
+        r = worker.call(timeout, op="durability_recover", store=str(store), setting=setting, ack_log=str(ack_log))
+        return _outcome(ctx, bench, setting, figures, r, read_acks(ack_log))
+
+    return worker.attempt(bench, body, figures=figures)
+
+
+def _outcome(ctx: CellContext, bench: str, setting: str, figures: dict[str, Any], r: dict[str, Any],
+             acks: dict[int, tuple[int, int]]) -> Record:
+    """The cell's record from what recovery found (``r``) and the writers' ack log."""
     h = latency.new()
     for t0, t1 in acks.values():
         latency.record(h, t1 - t0)
@@ -177,10 +173,10 @@ def _cell(ctx: CellContext, worker: Worker, bench: str, setting: str) -> Record:
                         f"(first: {r['lost_first']})")
     if problems:
         return ctx.make(bench, "wrong", "; ".join(problems), verified=False, figures=figures,
-                           samples_ns=[r["recovery_ns"]], rows=r["acknowledged"])
+                        samples_ns=[r["recovery_ns"]], rows=r["acknowledged"])
     notes = f"{r['lost']} acknowledged rows lost (not a durable setting)" if r["lost"] else ""
     return ctx.make(bench, "ok", verified=True, figures=figures, samples_ns=[r["recovery_ns"]],
-                       rows=r["acknowledged"], notes=notes)
+                    rows=r["acknowledged"], notes=notes)
 
 
 SUITE = DurabilitySuite()

@@ -1,16 +1,21 @@
-"""The published suite's sections of the reports (SPEC §2.1): who is fastest per category,
-every cell, the latency charts and timings, W and SE, verification, memory per query, the
-reference paper side by side, and the native query text.
+"""The published suite's sections of the reports (SPEC §2.1): who is fastest per category, every
+cell, the latency charts and timings, W and SE, verification, memory per query, the reference
+paper side by side, and the native query text.
 
-The page shells (:mod:`tickbench.report.html`, :mod:`tickbench.report.markdown`) place these
-around the environment and the other suites' sections (:mod:`tickbench.report.sections`);
-``markdown(results)`` and ``html(page)`` give them in three parts, as
-:class:`~tickbench.report.widgets.PageParts`: the results, the reference paper, the appendix.
-Unlike the other suites' sections, these draw on the whole run (every engine's column, the
-merged runs), not on a list of records.
+Every table is built once, as data (:class:`~tickbench.report.widgets.Grid`), and rendered the
+same in ``report.md`` and ``report.html``; the HTML page adds the charts. ``markdown(view)`` and
+``html(view)`` give the sections in three parts (:class:`~tickbench.report.widgets.PageParts`):
+the results, the reference paper, the appendix; the page shells place them around the
+environment and the other suites' sections. Unlike the other suites' sections, these draw on
+the whole run (every engine's column, the merged runs), not on a list of records.
+
+An in-memory engine (Polars) is the in-memory reference: its cells are shown, apart, and it is
+never ranked among the fastest (:mod:`tickbench.suites.published.summary`). A query cell whose
+client time exceeds the engine's own time by more than max(20 %, 5 ms) is marked
+transport-bound (:func:`tickbench.report.cells.transport_bound`).
 
 The reference paper's figures are drawn as a separate series on their own axis, labelled as
-theirs, and compared with ours only by rank (:mod:`tickbench.report.paper`).
+theirs, and compared with ours only by rank (:mod:`tickbench.suites.published.paper`).
 """
 
 from __future__ import annotations
@@ -19,96 +24,287 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from tickbench.report import paper as paper_mod
-from tickbench.report.cells import MARK, cell_text, matrix, problems, server_median_ms
-from tickbench.report.summary import CATEGORIES, category_sentence, fastest, headlines, memory_text, standings
-from tickbench.report.widgets import ChartPage, PageParts, Section, md_cell, mib
-from tickbench.results import Record, Results
-from tickbench.suites.published import BENCHMARKS
+from tickbench.report.cells import MARK, harness_ms, server_median_ms, transport_bound
+from tickbench.report.cells import cell_text as generic
+from tickbench.report.widgets import (
+    AddChart,
+    Grid,
+    Item,
+    PageParts,
+    Section,
+    SuiteView,
+    html_grid,
+    markdown_grid,
+    memory_text,
+)
+from tickbench.results import Record
+from tickbench.suites.published import BENCHMARKS, Benchmark
+from tickbench.suites.published import paper as paper_mod
+from tickbench.suites.published.summary import (
+    CATEGORIES,
+    category_sentence,
+    contenders,
+    fastest,
+    headlines,
+    references,
+    standings,
+)
 
 LOG_SPREAD = 20.0  # a value axis turns logarithmic when max/min of what it shows exceeds this
 PAPER_COLOR = "#9e9e9e"
+BAD = ("wrong", "error", "timeout")
+
+
+def cell_text(rec: Record | None) -> str:
+    """A published cell's text: a query's median (and server median) with ✔ and a mark when it
+    is transport-bound; W in seconds and MB/s; SE in %; otherwise its status."""
+    if rec is None or rec.status != "ok":
+        return generic(rec)
+    if rec.benchmark == "W":
+        csv = rec.figures.get("csv", {})
+        return f"{csv.get('seconds', 0):.2f} s · {csv.get('mb_per_s', 0):.0f} MB/s ✔"
+    if rec.benchmark == "SE":
+        pct = rec.figures.get("pct_of_csv")
+        if pct is not None:
+            return f"{pct:.1f} % of CSV"
+        pq = rec.figures.get("pct_of_parquet")
+        return f"{pq:.1f} % of Parquet" if pq is not None else "?"
+    return generic(rec)
+
+
+def _fmt_ms(v: float) -> str:
+    return f"{v:,.1f}" if v >= 10 else f"{v:,.2f}" if v >= 1 else f"{v:,.3f}"
+
+
+def _style(r: Record | None) -> str:
+    if r is None:
+        return "na"
+    return {"ok": "ok", "wrong": "bad", "error": "bad", "timeout": "bad"}.get(r.status, "na")
+
+
+def _verdict(r: Record | None) -> Item:
+    """The verification matrix cell: ✔ / ✘ / ⏱ / not supported, with the reason."""
+    if r is None:
+        return Item("not run", "na")
+    if r.status == "ok":
+        return Item("✔", "ok") if r.verified is not False else Item("✔", "ok", "not verifiable")
+    label = {"wrong": "✘ wrong answer", "error": "✘ error", "timeout": "⏱ timeout",
+             "unsupported": "not supported", "not_applicable": "not applicable",
+             "unavailable": "engine unavailable", "interrupted": "⏸ interrupted"}[r.status]
+    return Item(label, _style(r), r.reason)
+
+
+class _Tables:
+    """The suite's tables over one view, as data."""
+
+    def __init__(self, view: SuiteView) -> None:
+        self.view = view
+        self.results = view.results
+        self.engines = view.engines
+        self.refs = set(references(self.results))
+        self.paper = paper_mod.load()
+
+    def column(self, engine: str) -> str:
+        return f"{engine} (in-memory reference)" if engine in self.refs else engine
+
+    def standings(self) -> Grid:
+        g = Grid(["category", "engine", "fastest in", "verified", "× best (geo-mean)"])
+        st = standings(self.results)
+        for c in CATEGORIES:
+            for sd in st[c]:
+                gm = f"{sd.geomean_vs_best:.2f}×" if sd.geomean_vs_best is not None else "—"
+                g.add(c, sd.engine, Item(f"{sd.wins}/{sd.total}", "num"), Item(f"{sd.covered}/{sd.total}", "num"),
+                      Item(gm, "num"))
+        if self.refs:
+            g.notes.append(f"Ranked apart as the in-memory reference: {', '.join(sorted(self.refs))} (it holds the "
+                           "columns the queries read in memory, with no storage, W, SE or durability: a lower "
+                           "bound, not a contender).")
+        return g
+
+    def cells(self) -> Grid:
+        g = Grid(["benchmark", *(self.column(e) for e in self.engines)])
+        for b in BENCHMARKS:
+            best = set(fastest(self.results, b.id))
+            row: list[Item | str] = [Item(b.id, why=b.category)]
+            for e in self.engines:
+                rec = self.view.record(e, b.id)
+                cls = "num"
+                if rec is not None and rec.status in BAD:
+                    cls += " bad"
+                elif rec is not None and rec.status != "ok":
+                    cls += " na"
+                elif e in best and len(contenders(self.results)) > 1:
+                    cls += " best"
+                row.append(Item(cell_text(rec), cls))
+            g.rows.append(row)
+        g.notes.append("Median client-side latency (the engine's own time in brackets where it reports one); ✔ = "
+                       "the answer equals the reference implementation's; best per benchmark highlighted; "
+                       "⚠ transport-bound: the client time exceeds the engine's own by more than max(20 %, 5 ms), "
+                       "the gap shown.")
+        return g
+
+    def timings(self, bid: str) -> Grid:
+        g = Grid(["engine", "", "median ms", "min", "max", "mean", "std", "n", "server median", "harness share",
+                  "rows", "memory", "mode"])
+        for e in self.engines:
+            r = self.view.record(e, bid)
+            if r is None:
+                continue
+            if r.status == "ok" and r.stats is not None:
+                s = r.stats
+                server = server_median_ms(r)
+                gap = harness_ms(r)
+                share = "—" if gap is None else f"{gap:,.2f}" + (" ⚠ transport-bound" if transport_bound(r) else "")
+                note = " ".join(x for x in (r.cold_note, r.notes) if x)
+                g.add(e, Item("✔", "ok"), *(Item(_fmt_ms(v), "num") for v in (s.median_ms, s.min_ms, s.max_ms,
+                                                                                s.mean_ms, s.std_ms)),
+                      Item(str(s.n), "num"), Item("—" if server is None else _fmt_ms(server), "num"),
+                      Item(share, "num"), Item("" if r.rows is None else f"{r.rows:,}", "num"),
+                      Item(memory_text(r), "num"), Item(r.mode, why=note))
+            else:
+                g.add(e, Item(cell_text(r), _style(r), r.reason, span=12))
+        return g
+
+    def loads(self) -> Grid:
+        g = Grid(["engine", "input", "seconds (median)", "MB/s", "rows/s", "input MB", "engine's own path (s)",
+                  "ratio to own path", "n"])
+        for e in self.engines:
+            r = self.view.record(e, "W")
+            if r is None:
+                continue
+            if r.status != "ok":
+                g.add(e, Item(cell_text(r), _style(r), r.reason, span=8))
+                continue
+            for fmt, f in r.figures.items():
+                if not isinstance(f, dict) or "seconds" not in f:
+                    continue
+                g.add(e, fmt, *(Item(t, "num") for t in (
+                    f"{f['seconds']:.3f}", f"{f.get('mb_per_s', 0):,.1f}", f"{f.get('rows_per_s', 0):,.0f}",
+                    f"{f.get('input_bytes', 0) / 1e6:,.1f}", f"{f.get('baseline_seconds', float('nan')):.3f}",
+                    f"{f.get('ratio_to_baseline', float('nan')):.2f}×", str(len(f.get('samples_s') or [])))))
+        return g
+
+    def storage(self) -> Grid:
+        g = Grid(["engine", "measured", "bytes", "% of CSV", "% of Parquet-zstd", "rows"])
+        for e in self.engines:
+            r = self.view.record(e, "SE")
+            if r is None:
+                continue
+            if r.status != "ok":
+                g.add(e, Item(cell_text(r), _style(r), r.reason, span=5))
+                continue
+            f = r.figures
+            pc, pp = f.get("pct_of_csv"), f.get("pct_of_parquet")
+            g.add(e, str(f.get("measured", "")), Item(f"{f.get('engine_bytes', 0):,}", "num"),
+                  Item("n/a (no CSV size)" if pc is None else f"{pc:.1f} %", "num"),
+                  Item("n/a" if pp is None else f"{pp:.1f} %", "num"), Item(f"{f.get('rows', 0):,}", "num"))
+        return g
+
+    def verification(self) -> Grid:
+        g = Grid(["benchmark", *self.engines])
+        for b in BENCHMARKS:
+            g.add(b.id, *(_verdict(self.view.record(e, b.id)) for e in self.engines))
+        g.notes.append("✔ the answer equals the reference implementation's (same columns, rows and order; floats "
+                       "within 1e-6 relative) · ✘ wrong answer or engine error · ⏱ timeout · “not supported” with "
+                       "the engine's reason.")
+        return g
+
+    def memory(self) -> Grid:
+        g = Grid(["benchmark", *self.engines])
+        kinds: dict[str, str] = {}
+        for b in BENCHMARKS:
+            if b.kind != "query":
+                continue
+            row: list[Item | str] = [b.id]
+            for e in self.engines:
+                r = self.view.record(e, b.id)
+                if r is not None and r.status == "ok" and r.memory is not None:
+                    n = kinds.setdefault(r.memory.kind, str(len(kinds) + 1))
+                    row.append(Item(f"{memory_text(r)} [{n}]", "num"))
+                else:
+                    row.append(Item("—" if r is None or r.status == "ok" else MARK[r.status], "na"))
+            g.rows.append(row)
+        if kinds:
+            g.notes.append("Memory measured as: " + "; ".join(f"[{n}] {k}" for k, n in kinds.items())
+                           + ". Kinds differ between engines: compare within one kind.")
+        return g
+
+    def problems(self) -> Grid:
+        g = Grid(["engine", "benchmark", "status", "reason"])
+        for r in self.view.records:
+            if r.status != "ok":
+                g.add(r.engine, r.benchmark, Item(r.status, _style(r)), r.reason)
+        return g
+
+    def ranks(self) -> Grid:
+        g = Grid(["benchmark", "paper's order (fastest first)", "our order", "order", "pairs in the same order"])
+        for r in paper_mod.rank_rows(headlines(self.results, contenders(self.results))):
+            g.add(r.benchmark, " < ".join(r.paper_order), " < ".join(r.our_order),
+                  Item("same" if r.agrees else "differs", "ok" if r.agrees else "bad"),
+                  Item(f"{r.concordant}/{r.pairs}", "num"))
+        return g
+
+    def mapping(self) -> Grid:
+        p = self.paper
+        return Grid(["paper", "tickbench engine"], [[s, p.engine_of[s] or "— (no counterpart)"] for s in p.systems])
+
+    def paper_values(self) -> Grid:
+        p = self.paper
+        g = Grid(["benchmark", "unit", "table", *p.systems])
+        for b in BENCHMARKS:
+            vals = p.values.get(b.id)
+            if vals:
+                g.add(b.id, p.units[b.id], p.table_of[b.id],
+                      *(Item(f"{vals[s]:,.6g}", "num") if s in vals else Item("–", "na") for s in p.systems))
+        return g
+
+
+SUMMARY_INTRO = ("Categories as in the reference paper (sections 6.1–6.4). Ranked by verified cells only: most wins, "
+                 "then the geometric mean of the ratio to the fastest engine. W ranks by CSV load seconds, SE by "
+                 "bytes on disk (smaller is better).")
+PAPER_NOTE = ("Their figures are not comparable in value with ours (other machine, data and cache state): the charts "
+              "draw them on a separate axis, and only the rank order of the engines present in both is compared.")
+
+
+def _queries(records: Sequence[Record]) -> list[Record]:
+    order = {b.id: i for i, b in enumerate(BENCHMARKS)}
+    return sorted((r for r in records if r.query is not None), key=lambda r: order.get(r.benchmark, len(order)))
 
 
 # -- Markdown ---------------------------------------------------------------------------------
 
-def markdown(results: Results) -> PageParts[list[str]]:
+def markdown(view: SuiteView) -> PageParts[list[str]]:
     """The suite's Markdown: the results (``##`` sections from "Who is fastest" to the cells
     without a verified figure), the reference paper, and the native query text."""
-    engines, rows = matrix(results)
-    out: list[str] = [
-        "## Who is fastest, per category",
-        "",
-        "Categories as in the reference paper; ranked on verified cells: most wins, then the geometric "
-        "mean of the ratio to the fastest engine. W ranks by CSV load seconds, SE by bytes on disk.",
-        "",
-    ]
-    st = standings(results)
+    t = _Tables(view)
+    st = standings(view.results)
+    out = ["## Who is fastest, per category", "", SUMMARY_INTRO, ""]
     out += [f"- {category_sentence(c, st[c])}" for c in CATEGORIES]
-    out += ["", "| category | engine | fastest in | verified | × best (geo-mean) |", "|---|---|---|---|---|"]
-    for c in CATEGORIES:
-        for sd in st[c]:
-            gm = f"{sd.geomean_vs_best:.2f}×" if sd.geomean_vs_best is not None else "—"
-            out.append(f"| {c} | {sd.engine} | {sd.wins}/{sd.total} | {sd.covered}/{sd.total} | {gm} |")
-    out += [
-        "",
-        "## All cells",
-        "",
-        "Median client-side latency; ✔ = answer verified against the reference implementation.",
-        "",
-        "| benchmark | " + " | ".join(engines) + " |",
-        "|---|" + "---|" * len(engines),
-    ]
-    out += [f"| {bid} | " + " | ".join(cells) + " |" for bid, cells in rows]
-    detail = [r for r in results.records if r.status == "ok" and r.stats is not None]
-    if detail:
-        out += ["", "## Query timings (ms)", "",
-                "| engine | benchmark | median | mean | std | min | max | n | server median | memory | mode |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]
-        kinds: dict[str, int] = {}
-        for r in detail:
-            s = r.stats
-            assert s is not None
-            mem = "—"
-            if r.memory:
-                n = kinds.setdefault(r.memory.kind, len(kinds) + 1)
-                mem = f"{mib(r.memory.bytes)} [{n}]"
-            server = server_median_ms(r)
-            srv = "—" if server is None else f"{server:.2f}"
-            out.append(f"| {r.engine} | {r.benchmark} | {s.median_ms:.2f} | {s.mean_ms:.2f} | "
-                       f"{s.std_ms:.2f} | {s.min_ms:.2f} | {s.max_ms:.2f} | {s.n} | {srv} | {mem} | {r.mode} |")
-        if kinds:
-            out += ["", "Memory measured as: " + "; ".join(f"[{n}] {k}" for k, n in kinds.items()) + "."]
-    loads = [r for r in results.records if r.benchmark == "W" and r.status == "ok"]
-    if loads:
-        out += ["", "## W: bulk load of the bulk-load day", "",
-                "| engine | input | seconds | rows/s | MB/s | engine's own path (s) | ratio |",
-                "|---|---|---|---|---|---|---|"]
-        for r in loads:
-            for fmt, f in r.figures.items():
-                if not isinstance(f, dict) or "seconds" not in f:
-                    continue
-                out.append(f"| {r.engine} | {fmt} | {f['seconds']:.3f} | {f.get('rows_per_s', 0):,.0f} | "
-                           f"{f.get('mb_per_s', 0):.1f} | {f.get('baseline_seconds', float('nan')):.3f} | "
-                           f"{f.get('ratio_to_baseline', float('nan')):.2f}× |")
-    storage = [r for r in results.records if r.benchmark == "SE" and r.status == "ok"]
-    if storage:
-        out += ["", "## SE: storage efficiency of the 30-day period", "",
-                "| engine | measured | bytes | % of CSV | % of Parquet-zstd |", "|---|---|---|---|---|"]
-        for r in storage:
-            f = r.figures
-            pct_csv = f"{f['pct_of_csv']:.1f}" if f.get("pct_of_csv") is not None else "n/a"
-            pct_pq = f"{f['pct_of_parquet']:.1f}" if f.get("pct_of_parquet") is not None else "n/a"
-            out.append(f"| {r.engine} | {f.get('measured', '')} | {f.get('engine_bytes', 0):,} | {pct_csv} | "
-                       f"{pct_pq} |")
-    bad = problems(results)
-    if bad:
-        out += ["", "## Cells without a verified figure", "", "| engine | benchmark | status | reason |",
-                "|---|---|---|---|"]
-        for r in bad:
-            out.append(f"| {r.engine} | {r.benchmark} | {r.status} | {md_cell(r.reason)} |")
+    out += ["", *markdown_grid(t.standings()), "", "## All cells", "", *markdown_grid(t.cells()), "",
+            "## Query timings (ms)", ""]
+    for b in BENCHMARKS:
+        if b.kind == "query" and any(r.benchmark == b.id for r in view.records):
+            out += [f"### {b.id}", "", b.description, "", *markdown_grid(t.timings(b.id)), ""]
+    if any(r.benchmark == "W" for r in view.records):
+        out += ["## W: bulk load of the bulk-load day", "", *markdown_grid(t.loads()), ""]
+    if any(r.benchmark == "SE" for r in view.records):
+        out += ["## SE: storage efficiency of the 30-day period", "", *markdown_grid(t.storage()), ""]
+    out += ["## Verification", "", *markdown_grid(t.verification()), "", "## Memory per query", "",
+            *markdown_grid(t.memory())]
+    if any(r.status != "ok" for r in view.records):
+        out += ["", "## Cells without a verified figure", "", *markdown_grid(t.problems())]
+    p = t.paper
+    reference = ["", "## The reference paper, side by side", "",
+                 f"{p.citation} Their machine: {p.machine}. Their data: {p.dataset}. Their protocol: {p.protocol}.",
+                 "", PAPER_NOTE, "", "### Rank order, paper vs ours", ""]
+    ranks = t.ranks()
+    reference += markdown_grid(ranks) if ranks.rows else [
+        "No benchmark has two or more engines with a figure both here and in the paper."]
+    reference += ["", "### Name mapping", "", *markdown_grid(t.mapping()), "",
+                  f"### The paper's figures ({paper_mod.PAPER_LABEL}; tables 5–8)", "",
+                  *markdown_grid(t.paper_values())]
     appendix: list[str] = []
-    queries = [r for r in results.records if r.query is not None]
+    queries = _queries(view.records)
     if queries:
         appendix += ["## Native query text", ""]
         for r in queries:
@@ -116,43 +312,15 @@ def markdown(results: Results) -> PageParts[list[str]]:
             appendix += [f"<details><summary>{r.engine} · {r.benchmark} · <code>{r.query.file}</code> · "
                          f"sha256 {r.query.sha256[:16]}…</summary>", "", "```", r.query.text.rstrip(), "```", "",
                          "</details>", ""]
-    return PageParts(results=out, reference=_md_paper(results), appendix=appendix)
-
-
-def _md_paper(results: Results) -> list[str]:
-    """The reference paper section: who they are, the rank comparison, their figures."""
-    p = paper_mod.load()
-    out = ["", "## The reference paper, side by side", "",
-           f"{p.citation} Their machine: {p.machine}. Their data: {p.dataset}. Their protocol: {p.protocol}.",
-           "", "Their figures are not comparable in value with ours (other machine, data and cache state); "
-           "only the rank order of the engines present in both is compared.", "",
-           "Name mapping: " + ", ".join(f"{s} ↔ {p.engine_of[s] or '—'}" for s in p.systems) + ".", "",
-           "### Rank order, paper vs ours", ""]
-    ranks = paper_mod.rank_rows(headlines(results))
-    if ranks:
-        out += ["| benchmark | paper (fastest first) | ours | order | pairs in the same order |",
-                "|---|---|---|---|---|"]
-        out += [f"| {r.benchmark} | {' < '.join(r.paper_order)} | {' < '.join(r.our_order)} | "
-                f"{'same' if r.agrees else 'differs'} | {r.concordant}/{r.pairs} |" for r in ranks]
-    else:
-        out.append("No benchmark has two or more engines with a figure both here and in the paper.")
-    out += ["", f"### The paper's figures ({paper_mod.PAPER_LABEL}; tables 5–8)", "",
-            "| benchmark | unit | table | " + " | ".join(p.systems) + " |",
-            "|---|---|---|" + "---|" * len(p.systems)]
-    for b in BENCHMARKS:
-        vals = p.values.get(b.id)
-        if vals:
-            cells = [f"{vals[s]:,.6g}" if s in vals else "–" for s in p.systems]
-            out.append(f"| {b.id} | {p.units[b.id]} | {p.table_of[b.id]} | " + " | ".join(cells) + " |")
-    return out
+    return PageParts(results=out, reference=reference, appendix=appendix)
 
 
 # -- HTML -------------------------------------------------------------------------------------
 
-def html(page: ChartPage) -> PageParts[list[Section]]:
+def html(view: SuiteView) -> PageParts[list[Section]]:
     """The suite's HTML sections, each with its anchor and its label in the page's navigation;
-    charts are added to ``page`` in the order of the page."""
-    s = _Sections(page)
+    charts are added to the page in the order of the page."""
+    s = _Sections(view)
     results = [Section("summary", "Summary", s.summary()), Section("charts", "Latency", s.latency()),
                Section("load", "Load &amp; storage", s.load_storage()),
                Section("verification", "Verification", s.verification()), Section("memory", "Memory", s.memory())]
@@ -160,15 +328,21 @@ def html(page: ChartPage) -> PageParts[list[Section]]:
                      appendix=[Section("queries", "Query text", s.queries())])
 
 
+def _no_chart(div_id: str, data: list[dict[str, Any]], layout: dict[str, Any]) -> str:
+    return ""
+
+
 class _Sections:
     """The published suite's HTML sections and charts over one page."""
 
-    def __init__(self, page: ChartPage) -> None:
-        self.results = page.results
-        self.engines = page.engines
-        self.colors = page.colors
-        self.paper = paper_mod.load()
-        self._add = page.add
+    def __init__(self, view: SuiteView) -> None:
+        self.view = view
+        self.t = _Tables(view)
+        self.results = view.results
+        self.engines = view.engines
+        self.colors = view.colors
+        self.paper = self.t.paper
+        self._add: AddChart = view.add or _no_chart
 
     # -- charts ---------------------------------------------------------------------------
     def _layout(self, ours_title: str, ours_unit: str, ours_vals: list[float], paper_unit: str,
@@ -205,8 +379,7 @@ class _Sections:
                 continue
             notes.append({"text": escape(cell_text(rec)), "x": e, "xref": "x", "y": 0.04, "yref": "y domain",
                           "showarrow": False, "textangle": -90, "yanchor": "bottom",
-                          "font": {"color": "#b3261e" if rec.status in ("wrong", "error", "timeout")
-                                   else "#5f6b76"}})
+                          "font": {"color": "#b3261e" if rec.status in BAD else "#5f6b76"}})
         return notes
 
     def _paper_trace(self, bid: str, scale: float = 1.0) -> tuple[dict[str, Any] | None, list[float]]:
@@ -223,7 +396,7 @@ class _Sections:
         return trace, ys
 
     def query_chart(self, bid: str) -> str | None:
-        recs = {e: self.results.record(e, bid) for e in self.engines}
+        recs = {e: self.view.record(e, bid) for e in self.engines}
         ok = {e: r for e, r in recs.items() if r is not None and r.status == "ok" and r.stats is not None}
         if not ok:
             return None
@@ -254,7 +427,7 @@ class _Sections:
         return self._add(f"chart-{bid}", data, layout)
 
     def load_chart(self) -> str | None:
-        recs = {e: self.results.record(e, "W") for e in self.engines}
+        recs = {e: self.view.record(e, "W") for e in self.engines}
         ok = {e: r for e, r in recs.items() if r is not None and r.status == "ok" and r.figures}
         if not ok:
             return None
@@ -294,7 +467,7 @@ class _Sections:
         return self._add("chart-W", data, layout)
 
     def storage_chart(self) -> str | None:
-        recs = {e: self.results.record(e, "SE") for e in self.engines}
+        recs = {e: self.view.record(e, "SE") for e in self.engines}
         ok = {e: r for e, r in recs.items() if r is not None and r.status == "ok" and r.figures}
         if not ok:
             return None
@@ -324,7 +497,7 @@ class _Sections:
         for e in self.engines:
             xs, ys = [], []
             for bid in ids:
-                r = self.results.record(e, bid)
+                r = self.view.record(e, bid)
                 if r is not None and r.status == "ok" and r.memory is not None:
                     xs.append(bid)
                     ys.append(r.memory.bytes / 2**20)
@@ -339,6 +512,7 @@ class _Sections:
         layout["xaxis"]["categoryorder"] = "array"
         return self._add("chart-memory", data, layout)
 
+    # -- sections -------------------------------------------------------------------------
     def summary(self) -> str:
         st = standings(self.results)
         cards = []
@@ -357,33 +531,11 @@ class _Sections:
             else:
                 cards.append(f'<div class="card"><h3>{escape(cat)}</h3><p class="muted">'
                              "no verified figure</p></div>")
-        head = "".join(f"<th>{escape(e)}</th>" for e in self.engines)
-        body = []
-        for b in BENCHMARKS:
-            best = set(fastest(self.results, b.id))
-            tds = []
-            for e in self.engines:
-                rec = self.results.record(e, b.id)
-                text = cell_text(rec)
-                cls = "num"
-                if rec is not None and rec.status in ("wrong", "error", "timeout"):
-                    cls += " bad"
-                elif rec is not None and rec.status != "ok":
-                    cls += " na"
-                elif e in best and len(self.engines) > 1:
-                    cls += " best"
-                tds.append(f'<td class="{cls}">{escape(text)}</td>')
-            body.append(f"<tr><td><b>{escape(b.id)}</b> <span class='muted'>{escape(b.category)}</span></td>"
-                        f"{''.join(tds)}</tr>")
         lines = "".join(f"<li>{_md_bold(category_sentence(c, st[c]))}</li>" for c in CATEGORIES)
-        return f"""<h2 id="summary">Who is fastest, per category</h2>
-<p class="muted">Categories as in the reference paper (sections 6.1–6.4). Ranked by verified cells only:
-most wins, then the geometric mean of the ratio to the fastest engine. W ranks by CSV load seconds, SE by
-bytes on disk (smaller is better).</p>
-<div class="cards">{"".join(cards)}</div><ul>{lines}</ul>
-<h3>All cells</h3><p class="muted">Median client-side latency; ✔ = answer verified against the reference
-implementation; best per benchmark highlighted.</p>
-<table><tr><th>benchmark</th>{head}</tr>{"".join(body)}</table>"""
+        return (f'<h2 id="summary">Who is fastest, per category</h2><p class="muted">{escape(SUMMARY_INTRO)}</p>'
+                f'<div class="cards">{"".join(cards)}</div><ul>{lines}</ul>'
+                f"<details><summary>standings</summary>{html_grid(self.t.standings())}</details>"
+                f"<h3>All cells</h3>{html_grid(self.t.cells())}")
 
     def latency(self) -> str:
         out = ['<h2 id="charts">Latency per benchmark</h2><p class="muted">Left: our median latency per '
@@ -394,192 +546,70 @@ implementation; best per benchmark highlighted.</p>
         for cat in CATEGORIES[1:]:
             out.append(f"<h3>{escape(cat)}</h3>")
             for b in BENCHMARKS:
-                if b.category != cat:
-                    continue
-                chart = self.query_chart(b.id)
-                table = self._timing_table(b.id)
-                ref = self.paper.table_of.get(b.id)
-                cite = f" · paper table {ref}" if ref else ""
-                out.append(f'<div class="chartbox"><h4>{escape(b.id)}</h4><p class="desc">'
-                           f"{escape(b.description)}{cite}</p>"
-                           f"{chart or '<p class=muted>no engine produced a verified figure</p>'}"
-                           f"<details><summary>numbers</summary>{table}</details></div>")
+                if b.category == cat:
+                    out.append(self._query_box(b))
         return "".join(out)
 
-    def _timing_table(self, bid: str) -> str:
-        rows = []
-        for e in self.engines:
-            r = self.results.record(e, bid)
-            if r is None:
-                continue
-            if r.status == "ok" and r.stats is not None:
-                s = r.stats
-                mem = f"{memory_text(r)}" if r.memory else "—"
-                rows.append(f"<tr><td>{escape(e)}</td><td class='ok'>✔</td><td class='num'>{_fmt_ms(s.median_ms)}"
-                            f"</td><td class='num'>{_fmt_ms(s.min_ms)}</td><td class='num'>{_fmt_ms(s.max_ms)}</td>"
-                            f"<td class='num'>{_fmt_ms(s.mean_ms)}</td><td class='num'>{_fmt_ms(s.std_ms)}</td>"
-                            f"<td class='num'>{s.n}</td><td class='num'>{r.rows if r.rows is not None else ''}</td>"
-                            f"<td class='num'>{mem}</td><td>{escape(r.mode)}{_note(r)}</td></tr>")
-            else:
-                rows.append(f"<tr><td>{escape(e)}</td><td colspan='10' class='{_cls(r)}'>"
-                            f"{escape(cell_text(r))}<span class='why'>{escape(r.reason)}</span></td></tr>")
-        return ("<table><tr><th>engine</th><th></th><th>median ms</th><th>min</th><th>max</th><th>mean</th>"
-                "<th>std</th><th>n</th><th>rows</th><th>memory</th><th>mode</th></tr>" + "".join(rows) + "</table>")
+    def _query_box(self, b: Benchmark) -> str:
+        chart = self.query_chart(b.id)
+        ref = self.paper.table_of.get(b.id)
+        cite = f" · paper table {ref}" if ref else ""
+        return (f'<div class="chartbox"><h4>{escape(b.id)}</h4><p class="desc">{escape(b.description)}{cite}</p>'
+                f"{chart or '<p class=muted>no engine produced a verified figure</p>'}"
+                f"<details><summary>numbers</summary>{html_grid(self.t.timings(b.id))}</details></div>")
 
     def load_storage(self) -> str:
-        out = ['<h2 id="load">Write and storage (W, SE)</h2>']
         chart = self.load_chart()
-        out.append('<div class="chartbox"><h4>W — bulk load of the bulk-load day</h4><p class="desc">'
-                   "Seconds until the rows are committed and queryable, from CSV and from Parquet, through "
-                   "tickbench's load path and, beside it, the engine's own simplest bulk path · paper table 5 "
-                   f"(kdb+ loads CSV at {self.paper.kdb_csv_mb_per_s} MB/s there)</p>"
-                   f"{chart or '<p class=muted>no verified W figure</p>'}</div>")
-        rows = []
-        for e in self.engines:
-            r = self.results.record(e, "W")
-            if r is None:
-                continue
-            if r.status != "ok":
-                rows.append(f"<tr><td>{escape(e)}</td><td colspan='8' class='{_cls(r)}'>{escape(cell_text(r))}"
-                            f"<span class='why'>{escape(r.reason)}</span></td></tr>")
-                continue
-            for fmt, f in r.figures.items():
-                if not isinstance(f, dict) or "seconds" not in f:
-                    continue
-                rows.append(
-                    f"<tr><td>{escape(e)}</td><td>{escape(fmt)}</td><td class='num'>{f['seconds']:.3f}</td>"
-                    f"<td class='num'>{f.get('mb_per_s', 0):,.1f}</td>"
-                    f"<td class='num'>{f.get('rows_per_s', 0):,.0f}</td>"
-                    f"<td class='num'>{f.get('input_bytes', 0) / 1e6:,.1f}</td>"
-                    f"<td class='num'>{f.get('baseline_seconds', float('nan')):.3f}</td>"
-                    f"<td class='num'>{f.get('ratio_to_baseline', float('nan')):.2f}×</td>"
-                    f"<td class='num'>{len(f.get('samples_s') or [])}</td></tr>")
-        out.append("<table><tr><th>engine</th><th>input</th><th>seconds (median)</th><th>MB/s</th><th>rows/s</th>"
-                   "<th>input MB</th><th>engine's own path (s)</th><th>ratio to own path</th><th>n</th></tr>"
-                   + "".join(rows) + "</table>")
-        chart = self.storage_chart()
-        out.append('<div class="chartbox"><h4>SE — storage efficiency of the 30-day period</h4><p class="desc">'
-                   "Bytes on disk after the engine's own compaction, as % of the same rows as CSV and as "
-                   "Parquet-zstd · paper table 5 (“compression ratio”, % of CSV)</p>"
-                   f"{chart or '<p class=muted>no verified SE figure</p>'}</div>")
-        rows = []
-        for e in self.engines:
-            r = self.results.record(e, "SE")
-            if r is None:
-                continue
-            if r.status != "ok":
-                rows.append(f"<tr><td>{escape(e)}</td><td colspan='5' class='{_cls(r)}'>{escape(cell_text(r))}"
-                            f"<span class='why'>{escape(r.reason)}</span></td></tr>")
-                continue
-            f = r.figures
-            pc = f.get("pct_of_csv")
-            pp = f.get("pct_of_parquet")
-            rows.append(f"<tr><td>{escape(e)}</td><td>{escape(str(f.get('measured', '')))}</td>"
-                        f"<td class='num'>{f.get('engine_bytes', 0):,}</td>"
-                        f"<td class='num'>{'n/a (no CSV size)' if pc is None else f'{pc:.1f} %'}</td>"
-                        f"<td class='num'>{'n/a' if pp is None else f'{pp:.1f} %'}</td>"
-                        f"<td class='num'>{f.get('rows', 0):,}</td></tr>")
-        out.append("<table><tr><th>engine</th><th>measured</th><th>bytes</th><th>% of CSV</th>"
-                   "<th>% of Parquet-zstd</th><th>rows</th></tr>" + "".join(rows) + "</table>")
-        return "".join(out)
+        se_chart = self.storage_chart()
+        return ('<h2 id="load">Write and storage (W, SE)</h2>'
+                '<div class="chartbox"><h4>W — bulk load of the bulk-load day</h4><p class="desc">'
+                "Seconds until the rows are committed and queryable, from CSV and from Parquet, through "
+                "tickbench's load path and, beside it, the engine's own simplest bulk path · paper table 5 "
+                f"(kdb+ loads CSV at {self.paper.kdb_csv_mb_per_s} MB/s there)</p>"
+                f"{chart or '<p class=muted>no verified W figure</p>'}</div>{html_grid(self.t.loads())}"
+                '<div class="chartbox"><h4>SE — storage efficiency of the 30-day period</h4><p class="desc">'
+                "Bytes on disk after the engine's own compaction, as % of the same rows as CSV and as "
+                "Parquet-zstd · paper table 5 (“compression ratio”, % of CSV)</p>"
+                f"{se_chart or '<p class=muted>no verified SE figure</p>'}</div>{html_grid(self.t.storage())}")
 
     def verification(self) -> str:
-        head = "".join(f"<th>{escape(e)}</th>" for e in self.engines)
-        body = []
-        for b in BENCHMARKS:
-            tds = []
-            for e in self.engines:
-                r = self.results.record(e, b.id)
-                tds.append(f"<td class='{_cls(r)}'>{_verdict(r)}</td>")
-            body.append(f"<tr><td><b>{escape(b.id)}</b></td>{''.join(tds)}</tr>")
-        return f"""<h2 id="verification">Verification</h2>
-<p class="muted">✔ the answer equals the reference implementation's (same columns, rows and order; floats
-within 1e-6 relative) · ✘ wrong answer or engine error · ⏱ timeout · “not supported” with the engine's reason.</p>
-<table><tr><th>benchmark</th>{head}</tr>{"".join(body)}</table>"""
+        problems = self.t.problems()
+        rest = f"<h3>Cells without a verified figure</h3>{html_grid(problems)}" if problems.rows else ""
+        return f'<h2 id="verification">Verification</h2>{html_grid(self.t.verification())}{rest}'
 
     def memory(self) -> str:
         chart = self.memory_chart()
-        kinds: dict[str, str] = {}
-        head = "".join(f"<th>{escape(e)}</th>" for e in self.engines)
-        body = []
-        for b in BENCHMARKS:
-            if b.kind != "query":
-                continue
-            tds = []
-            for e in self.engines:
-                r = self.results.record(e, b.id)
-                if r is not None and r.status == "ok" and r.memory is not None:
-                    n = kinds.setdefault(r.memory.kind, str(len(kinds) + 1))
-                    tds.append(f"<td class='num' title='{escape(r.memory.kind)}'>{memory_text(r)} "
-                               f"<sup>{n}</sup></td>")
-                else:
-                    mark = "—" if r is None or r.status == "ok" else MARK[r.status]
-                    tds.append(f"<td class='na'>{escape(mark)}</td>")
-            body.append(f"<tr><td><b>{escape(b.id)}</b></td>{''.join(tds)}</tr>")
-        legend = "".join(f"<li><sup>{n}</sup> {escape(k)}</li>" for k, n in kinds.items())
         box = f'<div class="chartbox">{chart}</div>' if chart else ""
-        return f"""<h2 id="memory">Memory per query</h2>
-<p class="muted">How each figure was measured is its kind (superscript); kinds differ between engines, so
-compare within one kind.</p>{box}
-<table><tr><th>benchmark</th>{head}</tr>{"".join(body)}</table><ul>{legend}</ul>"""
+        return f'<h2 id="memory">Memory per query</h2>{box}{html_grid(self.t.memory())}'
 
     def paper_section(self) -> str:
         p = self.paper
-        ranks = paper_mod.rank_rows(headlines(self.results))
-        if ranks:
-            rr = "".join(
-                f"<tr><td><b>{escape(r.benchmark)}</b></td><td>{escape(' < '.join(r.paper_order))}</td>"
-                f"<td>{escape(' < '.join(r.our_order))}</td>"
-                f"<td class='{'ok' if r.agrees else 'bad'}'>{'same' if r.agrees else 'differs'}</td>"
-                f"<td class='num'>{r.concordant}/{r.pairs}</td></tr>" for r in ranks)
-            rank_table = ("<table><tr><th>benchmark</th><th>paper's order (fastest first)</th><th>our order</th>"
-                          "<th>order</th><th>pairs in the same order</th></tr>" + rr + "</table>")
-        else:
-            rank_table = ("<p class='muted'>No benchmark has two or more engines with a figure both here and in "
-                          "the paper, so there is no rank order to compare. Engines the paper measured: "
-                          + escape(", ".join(p.label(s) for s in p.systems)) + ".</p>")
-        mapping = "".join(f"<tr><td>{escape(s)}</td><td>{escape(p.engine_of[s] or '— (no counterpart)')}</td></tr>"
-                          for s in p.systems)
-        head = "".join(f"<th>{escape(s)}</th>" for s in p.systems)
-        body = []
-        for b in BENCHMARKS:
-            vals = p.values.get(b.id)
-            if not vals:
-                continue
-            tds = "".join(f"<td class='num'>{vals[s]:,.6g}</td>" if s in vals else "<td class='na'>–</td>"
-                          for s in p.systems)
-            body.append(f"<tr><td><b>{escape(b.id)}</b></td><td>{escape(p.units[b.id])}</td>"
-                        f"<td>{escape(p.table_of[b.id])}</td>{tds}</tr>")
+        ranks = self.t.ranks()
+        rank_table = html_grid(ranks) if ranks.rows else (
+            "<p class='muted'>No benchmark has two or more engines with a figure both here and in the paper, so "
+            "there is no rank order to compare. Engines the paper measured: "
+            + escape(", ".join(p.label(s) for s in p.systems)) + ".</p>")
         return f"""<h2 id="paper">The reference paper, side by side</h2>
 <div class="paperbox"><p><b>{escape(p.citation)}</b></p>
 <p>Their machine: {escape(p.machine)}.</p><p>Their data: {escape(p.dataset)}.</p>
-<p>Their protocol: {escape(p.protocol)}.</p>
-<p>Their numbers are never mixed into ours: the charts draw them on a separate axis, and only the rank order
-of engines present in both is compared below.</p></div>
+<p>Their protocol: {escape(p.protocol)}.</p><p>{escape(PAPER_NOTE)}</p></div>
 <h3>Rank order, paper vs ours</h3>{rank_table}
-<h3>Name mapping</h3><table><tr><th>paper</th><th>tickbench engine</th></tr>{mapping}</table>
-<h3>The paper's figures (tables 5–8, transcribed)</h3>
-<table><tr><th>benchmark</th><th>unit</th><th>table</th>{head}</tr>{"".join(body)}</table>"""
+<h3>Name mapping</h3>{html_grid(self.t.mapping())}
+<h3>The paper's figures (tables 5–8, transcribed)</h3>{html_grid(self.t.paper_values())}"""
 
     def queries(self) -> str:
         out = ['<h2 id="queries">The native query text that ran</h2><p class="muted">Exactly as each engine '
                "ran it, with its file and SHA-256 (compare refuses cells whose text differs).</p>"]
-        for b in BENCHMARKS:
-            items = []
-            for e in self.engines:
-                r = self.results.record(e, b.id)
-                if r is None or r.query is None:
-                    continue
-                items.append(f"<details><summary>{escape(e)} · <code>{escape(r.query.file)}</code> · "
-                             f"<span class='muted'>sha256 {escape(r.query.sha256[:16])}…</span></summary>"
-                             f"<pre>{escape(r.query.text)}</pre></details>")
-            if items:
-                out.append(f"<h3>{escape(b.id)}</h3>{''.join(items)}")
+        current = ""
+        for r in _queries(self.view.records):
+            assert r.query is not None
+            if r.benchmark != current:
+                current = r.benchmark
+                out.append(f"<h3>{escape(current)}</h3>")
+            out.append(f"<details><summary>{escape(r.engine)} · <code>{escape(r.query.file)}</code> · "
+                       f"<span class='muted'>sha256 {escape(r.query.sha256[:16])}…</span></summary>"
+                       f"<pre>{escape(r.query.text)}</pre></details>")
         return "".join(out)
-
-
-def _fmt_ms(v: float) -> str:
-    return f"{v:,.1f}" if v >= 10 else f"{v:,.2f}" if v >= 1 else f"{v:,.3f}"
 
 
 def axis_type(values: Sequence[float]) -> str:
@@ -594,28 +624,3 @@ def _md_bold(text: str) -> str:
     """``**x**`` (the Markdown summary's emphasis) as HTML, the rest escaped."""
     parts = escape(text).split("**")
     return "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts))
-
-
-def _cls(r: Record | None) -> str:
-    if r is None:
-        return "na"
-    return {"ok": "ok", "wrong": "bad", "error": "bad", "timeout": "bad"}.get(r.status, "na")
-
-
-def _note(r: Record) -> str:
-    text = " ".join(x for x in (r.cold_note, r.notes) if x)
-    return f"<span class='why'>{escape(text)}</span>" if text else ""
-
-
-def _verdict(r: Record | None) -> str:
-    """The verification matrix cell: ✔ / ✘ / ⏱ / not supported, with the reason."""
-    if r is None:
-        return "<span class='muted'>not run</span>"
-    why = f"<span class='why'>{escape(r.reason)}</span>" if r.reason else ""
-    if r.status == "ok":
-        return "✔" if r.verified is not False else "✔ <span class='why'>not verifiable</span>"
-    label = {"wrong": "✘ wrong answer", "error": "✘ error", "timeout": "⏱ timeout",
-             "unsupported": "not supported", "not_applicable": "not applicable",
-             "unavailable": "engine unavailable"}[r.status]
-    return f"{label}{why}"
-

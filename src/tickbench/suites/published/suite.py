@@ -11,24 +11,27 @@ from __future__ import annotations
 
 import hashlib
 import statistics
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import verify
-from tickbench.engines.base import EngineInfo
+from tickbench.engines.base import BulkLoad, EngineInfo, Storage
+from tickbench.report.cells import Measure, timing_measures
+from tickbench.report.widgets import PageParts, Section, SuiteView
 from tickbench.results import Memory, QueryText, Record, Stats
 from tickbench.run.cell import FAILURES, CellContext, Worker
 from tickbench.run.environment import drop_page_cache
-from tickbench.suites.base import Suite
-from tickbench.suites.published import BENCHMARKS, BY_ID, QUERY_IDS
+from tickbench.suites.base import Suite, WorkerOp
+from tickbench.suites.published import BENCHMARKS, BY_ID, QUERY_IDS, report
+from tickbench.suites.published.ops import bulk_op, storage_op
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine
 
 
-class LoadFigures(BaseModel):
+class WLoadFigures(BaseModel):
     """W's figures for one input format (the median of the interleaved runs)."""
 
     model_config = ConfigDict(extra="allow")
@@ -48,8 +51,8 @@ class PublishedFigures(BaseModel):
     """The figures of W (``csv``, ``parquet``) and SE (sizes); queries carry none."""
 
     model_config = ConfigDict(extra="allow")
-    csv: LoadFigures | None = None
-    parquet: LoadFigures | None = None
+    csv: WLoadFigures | None = None
+    parquet: WLoadFigures | None = None
     bytes: dict[str, int] | None = None
     measured: str | None = None
     engine_bytes: int | None = None
@@ -69,6 +72,18 @@ def _query_text(info: EngineInfo, qid: str) -> QueryText | None:
                      sha256=hashlib.sha256(text.encode()).hexdigest())
 
 
+#: The capability W and SE each need of an engine, and how its absence reads.
+NEEDS: dict[str, tuple[type, str]] = {"W": (BulkLoad, "no bulk-load capability"),
+                                      "SE": (Storage, "no storage capability")}
+
+
+def missing(engine: type[Engine], info: EngineInfo, bench: str) -> str | None:
+    """Why ``engine`` cannot run W or SE (``bench``): it lacks the capability (the reason its
+    engine.toml gives, else a generic one); ``None`` when it can."""
+    cap, generic = NEEDS[bench]
+    return None if issubclass(engine, cap) else info.unsupported.get(bench, generic)
+
+
 class PublishedSuite(Suite):
     """The reference paper's suite: 14 queries, W and SE (SPEC §2.1)."""
 
@@ -77,6 +92,15 @@ class PublishedSuite(Suite):
     order = 0
     summary = "the reference paper's 14 queries, W (bulk load) and SE (storage efficiency)"
     figures_model = PublishedFigures
+    own_sections = True
+    worker_ops: ClassVar[dict[str, WorkerOp]] = {"bulk": bulk_op, "storage": storage_op}
+    endpoint_refusal = None
+    endpoint_unmeasured: ClassVar[dict[str, str]] = {
+        "W": "not measured on an external endpoint: W loads the bulk day into fresh stores of its own beside "
+             "the loaded data, and its baseline runs the engine's own local tools",
+        "SE": "not measured on an external endpoint: SE measures the bytes of a fresh store on the server's "
+              "disk, which tickbench does not own there",
+    }
 
     def cell_ids(self, opts: dict[str, Any], engine: type[Engine]) -> list[str]:
         return [b.id for b in BENCHMARKS]
@@ -90,8 +114,29 @@ class PublishedSuite(Suite):
     def support(self, engine: type[Engine], info: EngineInfo) -> str:
         return "✔"
 
-    def beside_published(self) -> bool:
-        return False
+    def report_html(self, view: SuiteView) -> PageParts[list[Section]]:
+        return report.html(view)
+
+    def report_markdown(self, view: SuiteView) -> PageParts[list[str]]:
+        return report.markdown(view)
+
+    def cell_text(self, record: Record) -> str:
+        return report.cell_text(record)
+
+    def measures(self, record: Record) -> list[Measure]:
+        """A query's timed repetitions; W's CSV and Parquet loads apart; SE's bytes, for information."""
+        ok = record.status == "ok"
+        if record.benchmark == "W":
+            out = []
+            for fmt in ("csv", "parquet"):
+                f = record.figures.get(fmt) or {}
+                samples = f.get("samples_s") or ([f["seconds"]] if "seconds" in f else [])
+                out.append(Measure(f"W {fmt}", [s * 1e3 for s in samples] if ok else []))
+            return out
+        if record.benchmark == "SE":
+            size = record.figures.get("engine_bytes")
+            return [Measure("SE", [float(size)] if ok and size is not None else [], "B", testable=False)]
+        return timing_measures(record)
 
     def run(self, ctx: CellContext, todo: list[str]) -> None:
         """Start and load the engine, then every query, W and SE of ``todo``."""
@@ -153,7 +198,12 @@ class _Cells:
         memories: list[int] = []
         engine_memories: list[int] = []
         cold_note = ""
+        stopped = ""
+        budget = self.ctx.budget()
         for _ in range(proto.repetitions):
+            if samples and budget.spent():
+                stopped = budget.note(len(samples), proto.repetitions, "timed repetitions")
+                break
             if proto.cold:
                 cold_note = self._cold_restart()
             r = call(proto.timeout_s, op="query", qid=qid, answer=False)
@@ -173,9 +223,10 @@ class _Cells:
             memory = Memory(bytes=max(engine_memories), kind="engine-reported peak")
         elif memories:
             memory = Memory(bytes=max(memories), kind=first["memory_kind"])
+        notes = "; ".join(x for x in (first.get("notes", ""), stopped) if x)
         return self.ctx.make(qid, "ok", verified=True, mode=mode, cold_note=cold_note, samples_ns=samples,
                              server_samples_ns=server, stats=Stats.of(samples), memory=memory,
-                             rows=expected.height, query=query, notes=first.get("notes", ""), plan=plan)
+                             rows=expected.height, query=query, notes=notes, plan=plan)
 
     def _cold_restart(self) -> str:
         timeout = self.protocol.load_timeout_s
@@ -198,8 +249,8 @@ class _Cells:
                 "detail": r["detail"]}
 
     def w(self) -> Record:
-        if "W" in self.info.unsupported:
-            return self.ctx.make("W", "not_applicable", self.info.unsupported["W"])
+        if (why := missing(self.ctx.engine, self.info, "W")) is not None:
+            return self.ctx.make("W", "not_applicable", why)
         figures: dict[str, Any] = {}
         return self.worker.attempt("W", lambda: self._w(figures), figures=figures)
 
@@ -236,8 +287,8 @@ class _Cells:
         return self.ctx.make("W", "ok", verified=True, samples_ns=[round(csv["seconds"] * 1e9)], figures=figures)
 
     def se(self) -> Record:
-        if "SE" in self.info.unsupported:
-            return self.ctx.make("SE", "not_applicable", self.info.unsupported["SE"])
+        if (why := missing(self.ctx.engine, self.info, "SE")) is not None:
+            return self.ctx.make("SE", "not_applicable", why)
         return self.worker.attempt("SE", self._se)
 
     def _se(self) -> Record:

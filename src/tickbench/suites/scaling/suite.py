@@ -15,11 +15,11 @@ from tickbench import reference, verify
 from tickbench.data.dataset import Dataset, DatasetError, generate
 from tickbench.params import QueryParams, span_params
 from tickbench.results import Record, Stats
-from tickbench.run.cell import CellContext, Worker
-from tickbench.run.worker import EngineError
-from tickbench.suites.base import Option, Options, Suite
+from tickbench.run.cell import CellContext, EngineError, Worker
+from tickbench.suites.base import Option, Options, Suite, WorkerOp
 from tickbench.suites.published import QUERY_IDS
 from tickbench.suites.scaling import report as report_module
+from tickbench.suites.scaling.ops import params_op
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine
@@ -116,6 +116,9 @@ class ScalingSuite(Suite):
     )
     report: ClassVar[ModuleType | None] = report_module
     figures_model = ScalingFigures
+    worker_ops: ClassVar[dict[str, WorkerOp]] = {"params": params_op}
+    endpoint_refusal = ("it loads further datasets into stores of their own; not implemented for external "
+                        "endpoints yet")
 
     def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
         return [scaling_id(q) for q in QUERY_IDS if q in opts["scaling_queries"]]
@@ -149,6 +152,7 @@ class ScalingSuite(Suite):
               note: str) -> Record:
         points: list[dict[str, Any]] = []
         proto = ctx.protocol
+        budget = ctx.budget()
         for ds, worker in workers:
             for span in ctx.opts["scaling_spans"]:
                 sp = span_params(ctx.params, span, ctx.seed)
@@ -165,8 +169,12 @@ class ScalingSuite(Suite):
                     if not verdict.ok:
                         return ctx.make(bench, "wrong", f"scale {ds.manifest.scale:g}, {span}: {verdict.reason}",
                                         verified=False, figures={"points": points})
-                    samples = [worker.call(proto.timeout_s, op="query", qid=qid, answer=False)["ns"]
-                               for _ in range(proto.repetitions)]
+                    samples: list[int] = []
+                    for _ in range(proto.repetitions):  # at least one per point; then within the budget
+                        if samples and budget.spent():
+                            point["stopped_at_budget"] = True
+                            break
+                        samples.append(worker.call(proto.timeout_s, op="query", qid=qid, answer=False)["ns"])
                     point.update(rows=expected.height, samples_ns=samples,
                                  median_ms=statistics.median(samples) / 1e6)
                     return ctx.make(bench, "ok")

@@ -14,7 +14,7 @@ from tickbench.suites.base import Option, OptionError, Options, Suite, WorkerOp
 from tickbench.suites.ingest import requires_ingest
 from tickbench.suites.stream import report as report_module
 from tickbench.suites.stream.harness import CLIENT_BOUND_FACTOR, bound
-from tickbench.suites.stream.worker import stream_op
+from tickbench.suites.stream.ops import stream_op
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine, EngineInfo
@@ -156,6 +156,8 @@ class StreamSuite(Suite):
     )
     report: ClassVar[ModuleType | None] = report_module
     figures_model = StreamFigures
+    endpoint_refusal = ("its ingest stores restart the server with each durability setting (a server-wide setting) "
+                        "and live beside the loaded tables in stores of their own")
     worker_ops: ClassVar[dict[str, WorkerOp]] = {"stream": stream_op}
 
     def requires(self, engine: type[Engine], info: EngineInfo) -> str | None:

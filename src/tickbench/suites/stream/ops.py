@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 
 from tickbench import latency
 from tickbench.data.calendar import BULK_DAY
-from tickbench.engines.base import Engine
-from tickbench.run.faults import stream_delays
+from tickbench.engines.base import Engine, Ingest, Server, capability
+from tickbench.run.faults import faults_of, stream_delays
 from tickbench.run.visibility import wait_visible
 from tickbench.suites.stream.harness import Destination, Plan, Run, Sink, Writers, row_latencies
 
@@ -35,10 +35,10 @@ MAX_REPLAY_BYTES = 192 << 20  # Arrow bytes of those events at most (writers cop
 TABLE_CODES = ("trades", "book")
 
 
-def stream_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+def stream_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     """The worker operation ``stream``: one cell (:func:`stream_cell`)."""
     return stream_cell(adapter, Path(msg["store"]), msg["rate"], msg["writers"], msg["seconds"],
-                       msg["max_batch"], msg.get("linger", 0.01), tuple(msg.get("tables", TABLE_CODES)), fault)
+                       msg["max_batch"], msg.get("linger", 0.01), tuple(msg.get("tables", TABLE_CODES)))
 
 
 def batch_size(rate: int | None, max_batch: int, linger: float) -> int:
@@ -72,26 +72,28 @@ class Replay:
 
 
 def stream_cell(adapter: Engine, store: Path, rate: int | None, writers: int, seconds: float,
-                max_batch: int, linger: float, tables: tuple[str, ...], fault: dict[str, str]) -> dict[str, Any]:
+                max_batch: int, linger: float, tables: tuple[str, ...]) -> dict[str, Any]:
     """One cell: the events of ``tables`` at ``rate`` events/s (``None``: as fast as possible)
     by ``writers`` writers for at most ``seconds``; every row measured from its intended send
     time (``start + i / rate`` for event ``i``), so a stall shows in every event due during it."""
+    ingest = capability(adapter, Ingest)
     shutil.rmtree(store, ignore_errors=True)
     limit = MAX_REPLAY if rate is None else min(MAX_REPLAY, max(1, int(rate * seconds)))
     replay = Replay(adapter, limit, tables)
     batch = batch_size(rate, max_batch, linger)
     plan = Plan.build(replay.tables, replay.which, batch, writers)
-    delays = stream_delays(fault)
+    delays = stream_delays(faults_of(adapter))
     writer_delay = delays["writer_delay"]
     dest = Destination("engine", writer_delay=writer_delay, ack_delay=delays["ack_delay"],
                        stall_s=delays["stall_s"], stall_nth=int(delays["stall_nth"]))
     errors: list[str] = []
     try:
         bulk = _bulk(adapter, store / "bulk", replay)
-        adapter.ingest_open(store / "stream")
-        target = adapter.ingest_stream_target()
+        ingest.ingest_open(store / "stream")
+        target = ingest.ingest_stream_target()
         ceilings: dict[str, float] = {}
-        with Writers(target, plan, adapter.memory_pids() if adapter.has_server else []) as pool, Sink() as sink:
+        servers = adapter.memory_pids() if isinstance(adapter, Server) else []
+        with Writers(target, plan, servers) as pool, Sink() as sink:
             sink_kinds = ("null",) if target.in_process else ("null", "sink")
             for kind in sink_kinds:
                 r = pool.run(Destination(kind, sink.port, writer_delay=writer_delay), None, seconds)
@@ -99,10 +101,10 @@ def stream_cell(adapter: Engine, store: Path, rate: int | None, writers: int, se
                 ceilings[kind] = r.rate(plan)
             out = _engine_run(adapter, pool, dest, plan, replay, rate, seconds, errors)
     finally:
-        adapter.ingest_close()
+        ingest.ingest_close()
         shutil.rmtree(store, ignore_errors=True)
-    setting = adapter.durability_setting(None)
-    durable = setting in adapter.ingest_durable
+    setting = ingest.durability_setting(None)
+    durable = setting in ingest.ingest_durable
     ceiling_kind = "null" if target.in_process else "sink"
     out.update({
         "batch": batch, "tables": ",".join(tables), "path": target.path, "dataset_events": replay.total,
@@ -123,18 +125,19 @@ def stream_cell(adapter: Engine, store: Path, rate: int | None, writers: int, se
 def _bulk(adapter: Engine, store: Path, replay: Replay) -> dict[str, Any]:
     """The same rows through the engine's bulk path (:meth:`Engine.ingest_bulk`) into a store of
     their own: rows per second to the acknowledgement, and to visibility."""
-    adapter.ingest_open(store)
+    ingest = capability(adapter, Ingest)
+    ingest.ingest_open(store)
     try:
         rows = sum(tb.num_rows for tb in replay.tables.values())
         t0 = perf()
         for table, tb in replay.tables.items():
-            adapter.ingest_bulk(table, tb)
+            ingest.ingest_bulk(table, tb)
         acked = perf()
         wait_visible(adapter)
         visible = perf()
-        counted = sum(adapter.ingest_count(t) for t in replay.tables)
+        counted = sum(ingest.ingest_count(t) for t in replay.tables)
     finally:
-        adapter.ingest_close()
+        ingest.ingest_close()
     if counted != rows:
         raise RuntimeError(f"bulk path: {rows} rows acknowledged, {counted} counted")
     return {"bulk_rows": rows, "bulk_seconds": (acked - t0) / 1e9, "bulk_rate": rows / max(1e-9, (acked - t0) / 1e9),
@@ -143,6 +146,7 @@ def _bulk(adapter: Engine, store: Path, replay: Replay) -> dict[str, Any]:
 
 def _engine_run(adapter: Engine, pool: Writers, dest: Destination, plan: Plan, replay: Replay, rate: int | None,
                 seconds: float, errors: list[str]) -> dict[str, Any]:
+    ingest = capability(adapter, Ingest)
     polls: list[tuple[int, int, int]] = []
     snap_during = latency.new()
     done = threading.Event()
@@ -154,7 +158,7 @@ def _engine_run(adapter: Engine, pool: Writers, dest: Destination, plan: Plan, r
             while True:
                 finished = done.is_set()  # read before the poll: it then started after every ack
                 t0 = perf()
-                seen = sum(adapter.ingest_count(t) for t in replay.tables)
+                seen = sum(ingest.ingest_count(t) for t in replay.tables)
                 polls.append((t0, perf(), seen))
                 if finished and seen >= acked_rows[0]:
                     return
@@ -169,7 +173,7 @@ def _engine_run(adapter: Engine, pool: Writers, dest: Destination, plan: Plan, r
         try:
             while not done.is_set():
                 t0 = perf()
-                adapter.ingest_latest()
+                ingest.ingest_latest()
                 latency.record(snap_during, perf() - t0)
                 time.sleep(0.1)
         except Exception as exc:
@@ -193,10 +197,10 @@ def _engine_run(adapter: Engine, pool: Writers, dest: Destination, plan: Plan, r
     snap_after = latency.new()
     for _ in range(20):
         t0 = perf()
-        adapter.ingest_latest()
+        ingest.ingest_latest()
         latency.record(snap_after, perf() - t0)
-    counted = sum(adapter.ingest_count(t) for t in replay.tables)
-    read = {t: sum(adapter.ingest_read(t, sym).num_rows for sym in replay.syms[t]) for t in replay.tables}
+    counted = sum(ingest.ingest_count(t) for t in replay.tables)
+    read = {t: sum(ingest.ingest_read(t, sym).num_rows for sym in replay.syms[t]) for t in replay.tables}
     return _figures(plan, run, rate, polls, snap_during, snap_after, counted, read)
 
 

@@ -51,7 +51,7 @@ class Paper:
 def load() -> Paper:
     """Read ``paper_figures.toml`` from the package."""
     raw: dict[str, Any] = tomllib.loads(
-        resources.files("tickbench.report").joinpath("paper_figures.toml").read_text(encoding="utf-8"))
+        resources.files("tickbench.suites.published").joinpath("paper_figures.toml").read_text(encoding="utf-8"))
     systems = tuple(s["name"] for s in raw["systems"])
     engine_of = {s["name"]: s["engine"] for s in raw["systems"]}
     values: dict[str, dict[str, float]] = {}

@@ -1,26 +1,34 @@
-"""Each engine runs in a worker process of its own.
+"""Each engine runs in a process of its own: the engine process.
 
-The worker holds the engine's adapter and times each operation itself, around the adapter
-call, with the monotonic ``perf_counter_ns`` clock: the measured interval is exactly the
-engine's work plus the transfer of the full result into the worker (what a client waits for),
+The engine process holds the engine's adapter and times each operation itself, around the
+adapter call, with the monotonic ``perf_counter_ns`` clock: the measured interval is exactly the
+engine's work plus the transfer of the full result into that process (what a client waits for),
 and nothing of tickbench's process-to-process traffic. The parent (:class:`EngineProcess`)
-enforces timeouts: a repetition that does not come back in time, or a worker that dies, is
-recorded for its cell, and the worker (and any server it started) is killed and restarted.
+enforces timeouts: a repetition that does not come back in time, or a process that dies, is
+recorded for its cell, and the process (and any server it started) is killed and restarted.
 A separate process also gives each engine its own memory figures and lets engines such as chDB,
 which allow one database path per process, coexist in one run.
 
-The worker's operations are the core ones here (start, stop, info, load, query, bulk, storage,
-params, start_shared) and those each suite adds (``worker_ops`` in ``suites/<name>/suite.py``),
-found through the suite registry: a new suite adds its operations without editing this file.
+Its operations are the core ones here (start, stop, info, load, query, explain, start_shared)
+and those of the suite that made it (the suite's ``worker_ops``, handed over when the process
+is spawned): the runner knows no suite's operations. Test-only faults (:mod:`tickbench.run.faults`)
+are a subclass of the adapter installed only when ``$TICKBENCH_FAULTS`` names the engine, so
+nothing of them is on the timed path otherwise.
+
+This module is private to :mod:`tickbench.run`: suites reach engine processes through
+:class:`tickbench.run.cell.Worker`.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import signal
 import time
 import traceback
+import weakref
+from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -28,14 +36,18 @@ from typing import Any
 import psutil
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.base import Engine
-from tickbench.engines.registry import adapter_class
+from tickbench.engines.base import Engine, EngineTime, open_shared
+from tickbench.engines.registry import adapter_class, engine_infos
 from tickbench.params import QueryParams, params_from_dict
-from tickbench.run.faults import faults, inject, kill_servers
+from tickbench.run.faults import faults, with_faults
 from tickbench.run.memory import BUDGET_ENV, GIB, PeakMemory, budget_bytes, tree_rss
 from tickbench.run.memory import KIND as MEMORY_KIND
 from tickbench.run.visibility import wait_settled, wait_visible
-from tickbench.suites.registry import suites
+
+#: An operation a suite adds to the engine process: (adapter, request) -> reply. It runs inside
+#: the engine process and may time its own work there.
+WorkerOp = Callable[[Engine, dict[str, Any]], dict[str, Any]]
+CORE_OPS = frozenset({"start", "stop", "exit", "info", "load", "query", "explain", "start_shared"})
 
 
 class CellTimeout(Exception):
@@ -58,16 +70,38 @@ class MemoryBudgetExceeded(WorkerDied):
 SAMPLE_S = 0.25  # how often the parent samples the engine's resident memory while it waits
 
 
-def _serve(conn: Connection, engine: str, workdir: str, data: str, params: dict[str, Any]) -> None:
-    """The worker's loop: one request in, one reply out."""
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent ends
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this process when the process that started it ends (a runner
+    killed outright must not leave engine processes, nor their servers, behind); exit at once
+    if it already has."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before the request took effect
+        os._exit(1)
+
+
+def _serve(conn: Connection, engine: str, workdir: str, data: str, params: dict[str, Any],
+           ops: Mapping[str, WorkerOp], parent: int) -> None:
+    """The engine process's loop: one request in, one reply out."""
+    die_with_parent(parent)
+    # Ctrl-C reaches the whole terminal's process group: the runner handles it and stops this
+    # process itself (recording the cells it interrupted), so the signal must not kill it first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("POLARS_MAX_THREADS", str(os.cpu_count() or 1))
     qp = params_from_dict(params)
-    adapter: Engine = adapter_class(engine)(Path(workdir), Dataset.open(Path(data)), qp)
+    cls = adapter_class(engine)
+    injected = faults(engine)
+    if injected:  # tests only
+        cls = with_faults(cls, injected)
+    adapter: Engine = cls(engine_infos()[engine], Path(workdir), Dataset.open(Path(data)), qp)
     while True:
         msg = conn.recv()
         op = msg["op"]
         try:
-            reply = _handle(adapter, op, msg)
+            reply = _handle(adapter, op, msg, ops)
         except Exception as exc:
             reply = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
         conn.send(reply)
@@ -75,7 +109,7 @@ def _serve(conn: Connection, engine: str, workdir: str, data: str, params: dict[
             return
 
 
-def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
+def _handle(adapter: Engine, op: str, msg: dict[str, Any], ops: Mapping[str, WorkerOp]) -> dict[str, Any]:
     if op == "start":
         adapter.start()
         return {"pids": [p for p in adapter.memory_pids() if p != os.getpid()]}
@@ -87,77 +121,46 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
         return {"version": adapter.version(), "settings": adapter.settings(),
                 **({"endpoint": endpoint} if endpoint else {})}
     if op == "load":
-        if "kill_server_load" in faults(adapter.info.name):
-            kill_servers(adapter, float(faults(adapter.info.name)["kill_server_load"]))
         t0 = time.perf_counter_ns()
         rows = adapter.load()
-        if "slow_load" in faults(adapter.info.name):
-            time.sleep(float(faults(adapter.info.name)["slow_load"]))
         wait_visible(adapter)  # the load ends when its rows are queryable
         wait_settled(adapter)  # ... and the engine's own work on them (compaction) is done
         return {"ns": time.perf_counter_ns() - t0, "rows": rows}
     if op == "query":
-        fault = faults(adapter.info.name)
-        if fault.get("kill_server") == msg["qid"]:
-            kill_servers(adapter)
         mem = PeakMemory(adapter.memory_pids())
         mem.start()
         t0 = time.perf_counter_ns()
         table = adapter.run_query(msg["qid"])
-        if fault:
-            inject(fault, msg["qid"])
         ns = time.perf_counter_ns() - t0
-        if fault.get("wrong") == msg["qid"] and table.num_rows:
-            table = table.slice(0, table.num_rows - 1)
         return {
-            "ns": ns, "server_ns": adapter.query_server_ns(), "rows": table.num_rows, "memory": mem.delta_bytes(),
+            "ns": ns, "server_ns": adapter.query_server_ns() if isinstance(adapter, EngineTime) else None,
+            "rows": table.num_rows, "memory": mem.delta_bytes(),
             "memory_kind": MEMORY_KIND, "engine_memory": adapter.query_memory_bytes(),
             "notes": adapter.query_notes(msg["qid"]),
             "answer": table if msg.get("answer") else None,
         }
     if op == "explain":
         return {"plan": adapter.explain(msg["qid"])}
-    if op == "bulk":
-        scratch = Path(msg["scratch"])
-        load = adapter.baseline_load if msg.get("baseline") else adapter.bulk_load
-        t0 = time.perf_counter_ns()
-        figures = load(msg["fmt"], scratch)
-        wait_visible(adapter)  # W's clock stops when the rows are queryable
-        rows = figures.committed_rows()
-        return {"ns": time.perf_counter_ns() - t0, "rows": rows,
-                "input_bytes": figures.input_bytes, "detail": figures.detail}
-    if op == "storage":
-        adapter.storage_load()  # the store SE measures, when it is not the loaded one
-        wait_visible(adapter)
-        wait_settled(adapter)  # SE is measured on the settled store
-        return {"bytes": adapter.storage_bytes()}
-    if op == "params":
-        # The scaling suite rebinds the queries' ranges; the loaded data stay as they are.
-        adapter.set_params(params_from_dict(msg["params"]))
-        wait_visible(adapter)
-        return {}
     if op == "start_shared":
-        # No pids reported: a client attached to another worker's server must not kill it.
-        adapter.start_shared()
+        # No pids reported: a client attached to another process's server must not kill it.
+        open_shared(adapter)
         return {}
-    return _suite_op(adapter, op, msg)
-
-
-def _suite_op(adapter: Engine, op: str, msg: dict[str, Any]) -> dict[str, Any]:
-    """An operation a suite adds to the worker (its ``worker_ops``)."""
-    for suite in suites().values():
-        handler = suite.worker_ops.get(op)
-        if handler is not None:
-            return handler(adapter, msg, faults(adapter.info.name))
-    raise ValueError(f"unknown op {op!r}")
+    handler = ops.get(op)
+    if handler is None:
+        raise ValueError(f"unknown op {op!r}")
+    return handler(adapter, msg)
 
 
 class EngineProcess:
     """The parent's handle on one engine's worker process."""
 
-    def __init__(self, engine: str, workdir: Path, data: Path, params: QueryParams) -> None:
+    def __init__(self, engine: str, workdir: Path, data: Path, params: QueryParams,
+                 ops: Mapping[str, WorkerOp] | None = None) -> None:
+        clash = sorted(CORE_OPS & set(ops or {}))
+        if clash:
+            raise ValueError(f"a suite's worker_ops may not redefine the core operations {', '.join(clash)}")
         self.engine = engine
-        self.args = (engine, str(workdir), str(data), params.as_dict())
+        self.args = (engine, str(workdir), str(data), params.as_dict(), dict(ops or {}))
         self.proc: mp.process.BaseProcess | None = None
         self.conn: Connection | None = None
         self.server_pids: list[int] = []
@@ -167,9 +170,10 @@ class EngineProcess:
     def spawn(self) -> None:
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, *self.args), daemon=True,
+        self.proc = ctx.Process(target=_serve, args=(child, *self.args, os.getpid()), daemon=True,
                                 name=f"tickbench-{self.engine}")
         self.proc.start()
+        _live.add(self)
         child.close()
         self.conn = parent
 
@@ -261,8 +265,12 @@ class EngineProcess:
         return killed
 
     def close(self, timeout: float = 120.0) -> None:
-        """Stop the engine cleanly, or kill it if it does not stop in time."""
+        """Stop the engine cleanly, or kill it if it does not stop in time (at once while the
+        run is being stopped by a signal)."""
         if self.proc is None:
+            return
+        if _stopping:
+            self.kill()
             return
         try:
             self.call(timeout, op="exit")
@@ -272,3 +280,29 @@ class EngineProcess:
             pass
         finally:
             self.kill()
+
+
+_live: weakref.WeakSet[EngineProcess] = weakref.WeakSet()  # every engine process spawned, while referenced
+_stopping = False  # set when the run is being stopped by a signal: engine processes are killed, not closed
+
+
+def stop_all() -> int:
+    """Kill every live engine process and the servers each started (the run is being stopped);
+    from then on :meth:`EngineProcess.close` kills instead of waiting. Returns how many."""
+    global _stopping
+    _stopping = True
+    alive = [p for p in list(_live) if p.proc is not None]
+    for p in alive:
+        p.kill()
+    return len(alive)
+
+
+def stopping() -> bool:
+    """Whether the run is being stopped by a signal."""
+    return _stopping
+
+
+def resume_normal() -> None:
+    """Close engine processes cleanly again (a new run in the same process, e.g. in tests)."""
+    global _stopping
+    _stopping = False

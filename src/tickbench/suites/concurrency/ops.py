@@ -9,12 +9,12 @@ import time
 from typing import Any
 
 from tickbench import latency
-from tickbench.engines.base import Engine
+from tickbench.engines.base import Engine, open_shared
 
 perf = time.perf_counter_ns
 
 
-def mix_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+def mix_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     """The worker operation ``mix``: this worker's clients run the mix. With ``own`` the worker
     is itself one client process, already started; otherwise its clients are threads, each
     with its own adapter instance over the same store."""
@@ -26,12 +26,13 @@ def mix_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[
         # frames are immutable, so threads read them without a lock).
         instances = [adapter] * clients
     else:
-        instances = [type(adapter)(adapter.workdir, adapter.dataset, adapter.params) for _ in range(clients)]
+        instances = [type(adapter)(adapter.info, adapter.workdir, adapter.dataset, adapter.params)
+                     for _ in range(clients)]
         for inst in instances:
-            inst.start_shared()
+            open_shared(inst)
     try:
         return mix_loop(instances, msg["qids"], msg["expected"], msg["seconds"], msg["seed"],
-                        msg.get("first_client", 0), msg["start_at"])
+                        msg.get("client", 0), msg.get("start_at", time.time()))
     finally:
         if not msg.get("own") and adapter.persistent:
             for inst in instances:

@@ -42,8 +42,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tickbench.engines.base import Engine
-from tickbench.run.faults import open_client
+from tickbench.engines.base import Engine, Ingest, capability
 from tickbench.run.visibility import wait_visible
 from tickbench.suites.ingest import tick_row, tick_syms
 
@@ -58,17 +57,17 @@ clock = time.monotonic_ns
 # -- in the engine's worker -------------------------------------------------------------------
 
 
-def open_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+def open_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     """The worker operation ``durability_open``."""
     return open_store(adapter, Path(msg["store"]), msg["setting"])
 
 
-def write_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+def write_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     """The worker operation ``durability_write``."""
-    return write_until_killed(adapter, msg["seconds"], msg["writers"], Path(msg["ack_log"]), fault)
+    return write_until_killed(adapter, msg["seconds"], msg["writers"], Path(msg["ack_log"]))
 
 
-def recover_op(adapter: Engine, msg: dict[str, Any], fault: dict[str, str]) -> dict[str, Any]:
+def recover_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     """The worker operation ``durability_recover``."""
     return recover(adapter, Path(msg["store"]), msg["setting"], Path(msg["ack_log"]))
 
@@ -80,16 +79,17 @@ def server_pids(adapter: Engine) -> list[int]:
 
 def open_store(adapter: Engine, store: Path, setting: str) -> dict[str, Any]:
     """A fresh ingest store under ``setting``."""
+    ingest = capability(adapter, Ingest)
     shutil.rmtree(store, ignore_errors=True)
-    adapter.ingest_open(store, setting)
+    ingest.ingest_open(store, setting)
     return {"pids": server_pids(adapter)}
 
 
-def write_until_killed(adapter: Engine, seconds: float, writers: int, ack_log: Path,
-                       fault: dict[str, str]) -> dict[str, Any]:
+def write_until_killed(adapter: Engine, seconds: float, writers: int, ack_log: Path) -> dict[str, Any]:
     """Stream one event per write from ``writers`` threads into the open store for
     ``seconds`` after the first acknowledgement, logging each acknowledgement as it returns.
     Returns only if no kill came (or, for a server engine, once the writers saw it)."""
+    ingest = capability(adapter, Ingest)
     syms = tick_syms(SYMS)
     fd = os.open(ack_log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
     first_ack: list[int] = []
@@ -97,7 +97,7 @@ def write_until_killed(adapter: Engine, seconds: float, writers: int, ack_log: P
 
     def loop(w: int) -> None:
         try:
-            client = open_client(adapter, fault)
+            client = ingest.ingest_client()
         except Exception as exc:
             errors.append(f"writer {w}: {type(exc).__name__}: {exc}")
             return
@@ -124,7 +124,7 @@ def write_until_killed(adapter: Engine, seconds: float, writers: int, ack_log: P
         t.join()
     os.close(fd)
     with contextlib.suppress(Exception):  # after a server kill its connections are broken
-        adapter.ingest_close()
+        ingest.ingest_close()
     return {"errors": errors}
 
 
@@ -138,20 +138,21 @@ def read_acks(ack_log: Path) -> dict[int, tuple[int, int]]:
 def recover(adapter: Engine, store: Path, setting: str, ack_log: Path) -> dict[str, Any]:
     """Restart the engine and reopen ``store``: the recovery time runs from the restart to the
     first answered count. Then read every row back and compare with the ack log."""
+    ingest = capability(adapter, Ingest)
     with contextlib.suppress(Exception):
-        adapter.ingest_close()
+        ingest.ingest_close()
     t0 = clock()
     with contextlib.suppress(Exception):  # a killed server leaves only its handles to clean
         adapter.stop()
     adapter.start()
-    adapter.ingest_open(store, setting)
+    ingest.ingest_open(store, setting)
     wait_visible(adapter)  # a reopened store's committed rows, once the engine applied them
-    counted = adapter.ingest_count("trades")
+    counted = ingest.ingest_count("trades")
     recovery_ns = clock() - t0
     try:
-        tables = [adapter.ingest_read("trades", sym) for sym in tick_syms(SYMS)]
+        tables = [ingest.ingest_read("trades", sym) for sym in tick_syms(SYMS)]
     finally:
-        adapter.ingest_close()
+        ingest.ingest_close()
     return {"pids": server_pids(adapter), "recovery_ns": recovery_ns, "counted": counted,
             **compare(read_acks(ack_log), tables)}
 

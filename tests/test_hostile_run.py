@@ -1,0 +1,165 @@
+"""Dying and interrupted runs, with real signals to real runs: Ctrl-C, SIGTERM and SIGHUP stop a
+run cleanly (exit 130, one line, results.json valid, the unfinished cells recorded as
+interrupted and run again by ``--resume``); a runner killed outright leaves no engine process
+or server behind, and ``--resume`` starts cleanly after it; two runs into one ``--out`` are
+refused; a disk that fills up is recorded, never a traceback. Each test judges only the
+processes whose command line names its own ``--out``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import processes_under
+from tickbench.engines.registry import availability
+from tickbench.run.faults import FAULTS_ENV
+
+pytestmark = pytest.mark.slow
+
+
+def _start(out: Path, data: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``tickbench run`` in a session of its own (so a signal to its group reaches it and its engine
+    processes, as Ctrl-C at a terminal does)."""
+    return subprocess.Popen([sys.executable, "-m", "tickbench.cli", "run", "--data", str(data), "--out", str(out),
+                             "--repetitions", "2", *args], env={**os.environ, **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _records(out: Path) -> list[dict[str, object]]:
+    try:
+        return list(json.loads((out / "results.json").read_text())["records"])
+    except (OSError, ValueError):
+        return []
+
+
+def _wait_for(what: object, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if what():  # type: ignore[operator]
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _gone(out: Path, timeout: float = 30.0) -> list[psutil.Process]:
+    """The processes still running for ``out`` once ``timeout`` has passed (none, hopefully)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and processes_under(out):
+        time.sleep(0.5)
+    return processes_under(out)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_stops_the_run_and_resume_finishes_it(sig: signal.Signals, tiny_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    # Every query a second slower, so the signal lands in the middle of the engine's cells.
+    proc = _start(out, tiny_dir, "--engines", "duckdb", env={FAULTS_ENV: "duckdb:slow=1"})
+    _wait_for(lambda: len(_records(out)) >= 2)
+    if sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)  # Ctrl-C: the whole foreground group
+    else:
+        proc.send_signal(sig)  # a service manager: the runner alone
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert f"interrupted by {sig.name}" in lines[-1] and "Traceback" not in stderr
+    records = _records(out)
+    statuses = {r["benchmark"]: r["status"] for r in records}
+    assert "interrupted" in statuses.values() and len(statuses) == 16
+    assert not list(out.glob(".results-*.json")) and not (out / "work").exists()
+    assert not _gone(out)
+    again = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--resume", str(out)],
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    finished = {r["benchmark"]: r["status"] for r in _records(out)}
+    assert len(finished) == 16 and "interrupted" not in finished.values()
+    assert all(finished[b] == "ok" for b, status in statuses.items() if status == "interrupted")
+
+
+def test_a_second_run_into_the_same_out_is_refused(tiny_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    first = _start(out, tiny_dir, "--engines", "duckdb", env={FAULTS_ENV: "duckdb:slow=0.5"})
+    try:
+        _wait_for(lambda: len(_records(out)) >= 1)
+        second = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--resume", str(out)],
+                                capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2
+        message = " ".join(second.stderr.split())
+        assert f"--out {out}: another tickbench run (pid {first.pid})" in message and "Traceback" not in message
+    finally:
+        first.communicate(timeout=600)
+    assert first.returncode == 0
+    assert all(r["status"] == "ok" for r in _records(out))
+
+
+@pytest.mark.server
+def test_a_runner_killed_outright_leaves_no_server_and_resume_starts_cleanly(tiny_dir: Path, server_tmp: Path) -> None:
+    if not (avail := availability("postgres")).available:
+        pytest.skip(f"postgres not available here: {avail.reason}")
+    out = server_tmp / "run"
+    proc = _start(out, tiny_dir, "--engines", "postgres", env={FAULTS_ENV: "postgres:slow=1"})
+    _wait_for(lambda: len(_records(out)) >= 1)
+    servers = [p for p in processes_under(out) if "postgres" in p.name()]
+    assert servers, "the run's PostgreSQL server was not found"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    # The engine process dies with the runner, and the server with the engine process.
+    assert not _gone(out), "processes left running after the runner was killed"
+    again = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--resume", str(out)],
+                           capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr
+    assert {r["status"] for r in _records(out)} == {"ok"}
+    assert not _gone(out)
+
+
+def test_a_disk_that_fills_up_is_recorded_not_a_traceback(tiny_dir: Path, tmp_path: Path) -> None:
+    """--out on a 24 MB filesystem: DuckDB's database does not fit; the cells say so, the
+    engine's working directory is removed, results.json stays valid, no temporary file is left."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("needs root to mount a small tmpfs (CI runs as root)")
+    try:
+        out = mount / "run"
+        done = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--engines", "duckdb", "--data",
+                               str(tiny_dir), "--out", str(out), "--repetitions", "1"],
+                              capture_output=True, text=True, timeout=600)
+        assert "Traceback" not in done.stderr, done.stderr
+        assert done.returncode in (0, 1, 2), done.stderr
+        if done.returncode == 2:
+            assert "full" in done.stderr and str(out) in " ".join(done.stderr.split())
+        records = _records(out)
+        assert records, "results.json unreadable"
+        assert any("filled up" in str(r.get("reason", "")) for r in records)
+        assert not list(out.glob(".results-*.json")) and not (out / "work").exists()
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_default_tick_latency_run_is_bounded_by_the_cell_budget(tiny_dir: Path, tmp_path: Path) -> None:
+    """The default tick-latency matrix (up to 100 × 100,000 single writes a cell) on DuckDB with a
+    3 s budget: every cell ends, the large ones stopped at the budget with what they measured
+    (events written and read back, rate, latency), and the run goes on to the end."""
+    out = tmp_path / "tick"
+    done = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--engines", "duckdb", "--suite",
+                           "tick-latency", "--data", str(tiny_dir), "--out", str(out), "--cell-budget", "3"],
+                          capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr
+    records = _records(out)
+    assert len(records) == 12 and all(r["status"] == "ok" for r in records)
+    stopped = [r for r in records if r["figures"]["stopped_at_budget"]]  # type: ignore[index]
+    assert stopped, "no cell reached a 3 s budget"
+    for r in stopped:
+        f = r["figures"]
+        assert 0 < f["written"] < 3 * f["events"]  # type: ignore[index,operator]  # 3 repetitions asked
+        assert f["events_per_s"] > 0 and f["latency"]["count"] > 0  # type: ignore[index,operator]
+        assert "stopped at the cell budget of 3 s" in str(r["notes"])

@@ -1,0 +1,1 @@
+"""Apache DataFusion (in-process) over a Parquet store of its own."""

@@ -1,0 +1,298 @@
+"""Apache DataFusion, in-process, over a Parquet store of its own in the run's working directory.
+
+The store is DataFusion's own idiom: ``store/<table>/day=<date>/part-0.parquet``, one file per
+(table, day) sorted by ``(sym, exchange, ts)``, written by DataFusion with the writer options
+below and fsynced; each table is a listing table over its directory, registered with that sort
+order declared. The query files run as written, with ``$name`` placeholders bound to the run's
+parameters; results come back as Arrow.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import datafusion
+import pyarrow as pa
+from datafusion import DataFrame, SessionConfig, SessionContext, col
+from datafusion.dataframe import DataFrameWriteOptions, ParquetColumnOptions, ParquetWriterOptions
+
+from tickbench.data.schema import SCHEMAS, TABLES
+from tickbench.engines.base import BulkLoad, Engine, LoadFigures, SharedReaders, Storage
+
+PARAM = re.compile(r"\$([a-z_]+)")
+SORT_KEY = ("sym", "exchange", "ts")
+PART_FILE = "part-0.parquet"
+# Rows per row group: at SF 1 a day's book holds about 1.1 M rows, so a row group is a few hours
+# of one instrument; the page index (statistics per data page of at most 20,000 rows) narrows a
+# point lookup inside it.
+ROW_GROUP_ROWS = 131_072
+STRING_COLUMNS = ("exchange", "sym", "side")
+# Reading: filters evaluated inside the Parquet decoder (late materialization: ts and sym first,
+# the other columns only for the rows that pass), cheapest first; statistics and the page index
+# on (DataFusion's defaults, stated); the declared sort order used to avoid re-sorting; joins
+# kept in the order the query writes them (O-T's and O-NBBO's fallbacks rely on their build side
+# being the missed probes: an empty build side leaves the month's scan unopened).
+READ_SETTINGS = {
+    "datafusion.execution.parquet.pushdown_filters": "true",
+    "datafusion.execution.parquet.reorder_filters": "true",
+    "datafusion.execution.parquet.enable_page_index": "true",
+    "datafusion.execution.parquet.pruning": "true",
+    "datafusion.execution.collect_statistics": "true",
+    "datafusion.optimizer.prefer_existing_sort": "true",
+    "datafusion.optimizer.join_reordering": "false",
+}
+DURABILITY = "every Parquet file written, then fsynced with its directories, before the clock stops"
+
+
+def writer_options() -> ParquetWriterOptions:
+    """zstd(3), statistics and the page index per page, dictionaries for the strings only (on
+    the unique timestamps and prices they cost a third more space than plain pages)."""
+    strings = {name: ParquetColumnOptions(dictionary_enabled=True) for name in STRING_COLUMNS}
+    return ParquetWriterOptions(
+        compression="zstd(3)",
+        statistics_enabled="page",
+        max_row_group_size=ROW_GROUP_ROWS,
+        dictionary_enabled=False,
+        column_specific_options=strings,
+        created_by=f"datafusion-python {datafusion.__version__} (tickbench)",
+    )
+
+
+def session() -> SessionContext:
+    """A session with the read settings above."""
+    config = SessionConfig().with_information_schema(True)
+    for key, value in READ_SETTINGS.items():
+        config = config.set(key, value)
+    return SessionContext(config)
+
+
+def sort_exprs() -> list[Any]:
+    return [col(name).sort(ascending=True, nulls_first=False) for name in SORT_KEY]
+
+
+def register_store(ctx: SessionContext, store: Path) -> None:
+    """Both tables of ``store`` as listing tables with their sort order declared (``day`` is the
+    Hive partition column of the directories)."""
+    for table in TABLES:
+        ctx.register_listing_table(table, f"{store / table}/", table_partition_cols=[("day", pa.string())],
+                                   file_extension=".parquet", schema=SCHEMAS[table], file_sort_order=[sort_exprs()])
+
+
+def day_dir(store: Path, table: str, day: str) -> Path:
+    """``store/<table>/day=<day>``; ``day`` must be an ISO date (it comes from the dataset)."""
+    return store / table / f"day={dt.date.fromisoformat(day).isoformat()}"
+
+
+def fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_day(ctx: SessionContext, source: DataFrame, dest: Path) -> None:
+    """``source`` sorted by the store's key into ``dest/part-0.parquet``, fsynced (file, then
+    the directories up to the table's)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    target = dest / PART_FILE
+    target.unlink(missing_ok=True)
+    source.sort(*sort_exprs()).write_parquet_with_options(
+        str(target), writer_options(), DataFrameWriteOptions(single_file_output=True))
+    fsync_path(target)
+    fsync_path(dest)
+    fsync_path(dest.parent)
+
+
+class Adapter(Engine, BulkLoad, Storage, SharedReaders):
+    ctx: SessionContext | None = None
+
+    @classmethod
+    def probe(cls) -> str:
+        """The DataFusion the bindings embed (its Parquet writer's default ``created_by`` names
+        it), then the bindings' own version."""
+        rows = SessionContext(SessionConfig().with_information_schema(True)).sql(
+            "SELECT value FROM information_schema.df_settings "
+            "WHERE name = 'datafusion.execution.parquet.created_by'").to_pylist()
+        core = str(rows[0]["value"]).removeprefix("datafusion version ") if rows else "?"
+        return f"{core} (datafusion-python {datafusion.__version__})"
+
+    @property
+    def store(self) -> Path:
+        return self.workdir / "store"
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.ctx = self._open()
+
+    def _open(self) -> SessionContext:
+        """A session with the store's tables registered (a listing table lists its files when
+        it is registered, and the session's runtime caches that listing)."""
+        ctx = session()
+        register_store(ctx, self.store)
+        return ctx
+
+    def start_shared(self) -> None:
+        """Concurrency clients are processes, each registering the same files: the store is
+        only read, and a file read by several processes needs no lock."""
+        self.start()
+
+    def stop(self) -> None:
+        self.ctx = None
+
+    def _ctx(self) -> SessionContext:
+        if self.ctx is None:
+            raise RuntimeError("DataFusion is not started")
+        return self.ctx
+
+    def _source(self, ctx: SessionContext, files: list[Path]) -> DataFrame:
+        """The dataset's Parquet files, read with the table's schema, as one frame."""
+        frames = [ctx.read_parquet(str(f)) for f in files]
+        return functools.reduce(lambda a, b: a.union(b), frames)
+
+    def _write_store(self, store: Path, days: list[str]) -> int:
+        """Write ``days`` of both tables from the dataset's Parquet into ``store``; return rows."""
+        ctx = session()
+        for table in TABLES:
+            for day in days:
+                files = self.dataset.files(table, [day])
+                if files:
+                    write_day(ctx, self._source(ctx, files), day_dir(store, table, day))
+            fsync_path(store / table)
+        return _count_rows(store)
+
+    def load(self) -> int:
+        self._ctx()
+        rows = self._write_store(self.store, self.params.load_days())
+        self.ctx = self._open()  # a fresh session lists the files just written
+        return rows
+
+    def _bound(self, sql: str) -> dict[str, Any]:
+        binds = self.params.bindings()
+        return {name: binds[name] for name in set(PARAM.findall(sql))}
+
+    def run_query(self, qid: str) -> pa.Table:
+        sql = self.query_text(qid)
+        return self._ctx().sql(sql, param_values=self._bound(sql)).to_arrow_table()
+
+    def explain(self, qid: str) -> str:
+        """``EXPLAIN ANALYZE``: the physical plan with each operator's rows and time and, for
+        each Parquet scan, the files, row groups and page rows left after pruning by statistics,
+        the bytes it read and the files it opened (see :func:`plan_text`)."""
+        sql = self.query_text(qid)
+        plan = self._ctx().sql("EXPLAIN ANALYZE " + sql, param_values=self._bound(sql)).to_arrow_table()
+        return plan_text("\n".join(str(v) for v in plan.column("plan").to_pylist()))
+
+    def _fresh(self, scratch: Path) -> Path:
+        store = scratch / "store"
+        if store.exists():
+            for table in TABLES:
+                for part in sorted((store / table).glob("day=*/" + PART_FILE)):
+                    part.unlink()
+        store.mkdir(parents=True, exist_ok=True)
+        return store
+
+    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        store = self._fresh(scratch)
+        ctx = session()
+        day = self.dataset.bulk_day
+        nbytes = 0
+        for table in TABLES:
+            if fmt == "csv":
+                path = self.dataset.csv_file(table)
+                nbytes += path.stat().st_size
+                # The CSV read with the table's own column types (no inference).
+                source = ctx.read_csv(str(path), schema=SCHEMAS[table], has_header=True)
+            else:
+                files = self.dataset.files(table, [day])
+                nbytes += sum(f.stat().st_size for f in files)
+                source = self._source(ctx, files)
+            write_day(ctx, source, day_dir(store, table, day))
+            fsync_path(store / table)
+        return LoadFigures(rows=_count_rows(store), input_bytes=nbytes,
+                           detail={"durability": DURABILITY,
+                                   "layout": f"day={day}/{PART_FILE} per table, sorted by ({', '.join(SORT_KEY)})"})
+
+    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """DataFusion's simplest path: each file read with an inferred schema and written as one
+        Parquet file with the writer's defaults, unsorted, then fsynced."""
+        scratch.mkdir(parents=True, exist_ok=True)
+        ctx = SessionContext()
+        nbytes = 0
+        written = []
+        for table in TABLES:
+            target = scratch / f"{table}.parquet"
+            target.unlink(missing_ok=True)
+            if fmt == "csv":
+                path = self.dataset.csv_file(table)
+                nbytes += path.stat().st_size
+                source = ctx.read_csv(str(path))
+            else:
+                files = self.dataset.files(table, [self.dataset.bulk_day])
+                nbytes += sum(f.stat().st_size for f in files)
+                source = self._source(ctx, files)
+            source.write_parquet(str(target))
+            fsync_path(target)
+            written.append(target)
+        fsync_path(scratch)
+        rows = sum(SessionContext().read_parquet(str(p)).count() for p in written)
+        return LoadFigures(rows=rows, input_bytes=nbytes, detail={"durability": DURABILITY})
+
+    def storage_bytes(self) -> dict[str, int]:
+        """The loaded store's files of the 30-day period (its day=<date> directories)."""
+        total = 0
+        for table in TABLES:
+            for day in self.params.days("month"):
+                total += sum(f.stat().st_size for f in day_dir(self.store, table, day).glob("*.parquet"))
+        return {"parquet_files": total}
+
+    def settings(self) -> dict[str, Any]:
+        ctx = self._ctx()
+        keys = [*READ_SETTINGS, "datafusion.execution.target_partitions", "datafusion.execution.batch_size",
+                "datafusion.runtime.memory_limit", "datafusion.runtime.metadata_cache_limit"]
+        rows = ctx.sql("SELECT name, value FROM information_schema.df_settings").to_pylist()
+        out: dict[str, Any] = {r["name"]: r["value"] for r in rows if r["name"] in keys}
+        out["sort_key"] = f"({', '.join(SORT_KEY)})"
+        out["writer"] = (f"zstd(3), max_row_group_size {ROW_GROUP_ROWS}, statistics per page (page index), "
+                         f"dictionary on {', '.join(STRING_COLUMNS)} only")
+        return out
+
+
+def _count_rows(store: Path) -> int:
+    """Rows of both tables in ``store``, read back through a fresh listing of it."""
+    ctx = session()
+    register_store(ctx, store)
+    return sum(ctx.table(t).count() for t in TABLES)
+
+
+# The metrics plan_text keeps: rows and time of every operator; for a Parquet scan, what pruning
+# left (files, row groups, page-index rows), the bytes read and the files opened.
+PLAN_METRICS = ("output_rows", "elapsed_compute", "files_ranges_pruned_statistics", "row_groups_pruned_statistics",
+                "page_index_rows_pruned", "bytes_scanned", "files_opened", "spilled_bytes")
+_FILE_GROUPS = re.compile(r"file_groups=\{(\d+) groups?: \[\[.*?\]\]\}, ")
+_PRUNING = re.compile(r", pruning_predicate=.*?(?=, required_guarantees=|, metrics=\[)")
+_METRICS = re.compile(r", metrics=\[(.*)\]$")
+
+
+def plan_text(raw: str, width: int = 300) -> str:
+    """DataFusion's ``EXPLAIN ANALYZE`` (indent format) made readable: the scans' file lists
+    and derived pruning predicates left out, each operator's text clipped to ``width``
+    characters, and of its metrics only :data:`PLAN_METRICS`, on a line of their own."""
+    out: list[str] = []
+    for line in raw.splitlines():
+        pad = line[: len(line) - len(line.lstrip())]
+        text = _PRUNING.sub("", _FILE_GROUPS.sub(r"file_groups=\1, ", line.strip()))
+        metrics = ""
+        if found := _METRICS.search(text):
+            text = text[: found.start()]
+            kept = [m for m in found.group(1).split(", ") if m.split("=", 1)[0] in PLAN_METRICS]
+            metrics = ", ".join(kept)
+        out.append(pad + (text if len(text) <= width else text[: width - 1] + "…"))
+        if metrics:
+            out.append(pad + "    " + metrics)
+    return "\n".join(out)

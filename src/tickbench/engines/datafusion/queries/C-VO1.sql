@@ -1,0 +1,17 @@
+WITH closes AS (
+    SELECT date_bin(INTERVAL '5 minutes', ts) AS bucket,
+           last_value((a1price + b1price) / 2 ORDER BY ts) AS close
+    FROM book
+    WHERE sym = $sym AND ts >= $day_start AND ts < $day_end
+    GROUP BY bucket
+),
+returns AS (
+    SELECT bucket, ln(close) - ln(lag(close) OVER (ORDER BY bucket)) AS ret
+    FROM closes
+    QUALIFY row_number() OVER (ORDER BY bucket) > 1
+)
+SELECT date_bin(INTERVAL '1 hour', bucket) AS hour, stddev_samp(ret) AS vol
+FROM returns
+GROUP BY hour
+HAVING count(ret) >= 2
+ORDER BY hour;

@@ -1,6 +1,7 @@
-"""QuestDB-specific behaviour: literal parameters, the /imp schema, an idempotent install, a
-server that listens on 127.0.0.1 only and leaves nothing behind, reopening after a restart,
-repeatable W loads and the SE figures."""
+"""QuestDB-specific behaviour: literal parameters, the /imp schema, /exec answers as Arrow, an
+idempotent install, a server that listens on 127.0.0.1 only and leaves nothing behind, each
+answer's transport and server time, reopening after a restart, repeatable W loads and the SE
+figures."""
 
 from __future__ import annotations
 
@@ -55,6 +56,26 @@ def test_imp_schema_follows_schema_sql() -> None:
         assert [c["name"] for c in columns] == schema.names
         assert columns[0] == {"name": "ts", "type": "TIMESTAMP_NS", "pattern": TS_PATTERN}
     assert {c["name"]: c["type"] for c in imp_schema("trades")}["side"] == "SYMBOL"
+
+
+def test_json_table_types_every_column() -> None:
+    import pyarrow as pa
+
+    from tickbench.engines.questdb.adapter import json_table
+
+    answer = {"columns": [{"name": "ts", "type": "TIMESTAMP_NS"}, {"name": "sym", "type": "SYMBOL"},
+                          {"name": "v", "type": "DOUBLE"}, {"name": "n", "type": "LONG"}],
+              "dataset": [["2022-06-18T00:00:26.925756123Z", "BTC-USD", 0.1, 3],
+                          ["2022-06-18T00:00:27.000000001Z", None, None, None]]}
+    table = json_table(answer)
+    assert table.schema == pa.schema([("ts", pa.timestamp("ns", "UTC")), ("sym", pa.string()),
+                                      ("v", pa.float64()), ("n", pa.int64())])
+    assert table.column("ts").cast(pa.int64()).to_pylist() == [1655510426925756123, 1655510427000000001]
+    assert table.column("v").to_pylist() == [0.1, None]
+    empty = json_table({"columns": answer["columns"], "dataset": []})
+    assert empty.num_rows == 0 and empty.schema == table.schema
+    with pytest.raises(RuntimeError, match="type UUID"):
+        json_table({"columns": [{"name": "u", "type": "UUID"}], "dataset": []})
 
 
 @pytest.fixture
@@ -126,7 +147,21 @@ def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: Query
     assert engine.load() == expected
     wait_visible(engine)  # the runner waits for QuestDB's WAL apply; the adapter does not
     assert engine.run_query("O-B2").num_rows == 3
+    assert engine.query_server_ns() > 0  # type: ignore[operator]  # /exec's own timings
     assert engine.run_query("O-T").num_rows == len(tiny_params.ot_times)
+
+    # O-S comes as Parquet from /exp; its server time is its span in QuestDB's export log.
+    from tickbench.engines.questdb.adapter import PARQUET_ANSWERS
+
+    assert "O-S" in PARQUET_ANSWERS
+    answer = engine.run_query("O-S")
+    assert answer.schema.names == ["ts", "spread"] and str(answer.schema.field("ts").type) == "timestamp[ns, tz=UTC]"
+    assert engine.query_server_ns() > 0  # type: ignore[operator]
+    engine.run_query("O-S")
+    engine._export("SELECT 1")  # type: ignore[attr-defined]  # another export before the reading
+    assert engine.query_server_ns() is None  # two exports since the last reading: not ours alone
+    engine.run_query("O-S")
+    assert engine.query_server_ns() > 0  # type: ignore[operator]
 
     # Cold protocol: stop, start again on the same data (on fresh ports).
     engine.stop()

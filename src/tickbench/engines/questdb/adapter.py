@@ -2,8 +2,10 @@
 
 Everything goes over QuestDB's HTTP port: ILP over HTTP for loads from Parquet and for the ingest
 capability's writes, ``/imp`` for the CSV bulk load, ``/exec`` for DDL and the benchmark queries
-(with ``timings=true``: QuestDB's own compile and execute times, the server-side time, over one
-kept-alive connection per client thread), ``/exp?fmt=parquet`` for the ingest suites' reads.
+whose answers are a row per bucket or group (with ``timings=true``: QuestDB's own execute
+time, the server-side time), ``/exp?fmt=parquet`` for the answers with a row per stored
+row (:data:`PARQUET_ANSWERS`; the server-side time from QuestDB's export log) and for the ingest
+suites' reads; the benchmark queries over one kept-alive connection per client thread.
 
 The server runs with ``cairo.commit.mode=sync`` (each commit flushes what it wrote to disk before
 it is acknowledged), so that loads and W are durable as the SPEC asks; the ingest suites restart it
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import html
 import http.client
-import io
 import json
 import os
 import re
@@ -35,6 +36,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 from questdb import Sender
@@ -81,6 +83,19 @@ FROM_TABLE = re.compile(r"\b(FROM\s+\(?\s*)(trades|book)\b")
 # A reader's keep-alive connection idle this long is replaced before its next request: QuestDB
 # closes idle HTTP connections after http.net.connection.timeout (5 min by default).
 READER_IDLE_S = 60.0
+# The benchmark answers with a row per stored row (O-S: every snapshot of S on D, 520,874 rows at
+# SF 1) come as Parquet from /exp: as /exec JSON they cost QuestDB 4x the time to write and Python
+# more than that again to parse (1,088 ms against 235 ms of server time at SF 1). Every other answer
+# is a row per bucket or group, at most 10,080 rows at any scale, and comes faster as JSON: each
+# /exp Parquet export also commits three rows to QuestDB's export log (below), tens of ms under
+# cairo.commit.mode=sync.
+PARQUET_ANSWERS = frozenset({"O-S"})
+# QuestDB 9.3 logs each /exp Parquet export in this table (phases with their µs timestamps),
+# committed before the answer's last byte: the server-side time of a Parquet answer. {after}: the
+# µs timestamp of the last row already read.
+EXPORT_LOG = ('SELECT id, phase, status, cast(ts AS LONG) AS us FROM "sys.copy_export_log" '
+              "WHERE ts > cast({after} AS TIMESTAMP)")
+EXPORT_PHASES = [("stream_sending_data", "started"), ("stream_sending_data", "finished"), ("success", "finished")]
 # /exec column types as Arrow types (TIMESTAMP* and DATE come as ISO-8601 text in UTC).
 JSON_TYPES: dict[str, pa.DataType] = {
     "DOUBLE": pa.float64(), "FLOAT": pa.float32(), "LONG": pa.int64(), "INT": pa.int32(), "SHORT": pa.int16(),
@@ -133,8 +148,12 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         self.awaited: dict[str, int] = {}
         #: The benchmark queries' kept-alive connections (one per thread), while connected.
         self.query_conns: ReaderPool[http.client.HTTPConnection] | None = None
-        #: QuestDB's own time of the last query (compiler + execute), in ns.
+        #: QuestDB's own time of the last /exec query (timings.execute), in ns.
         self.last_server_ns: int | None = None
+        #: Whether the last query's answer came from /exp Parquet (its time is in the export log).
+        self.last_exported = False
+        #: The µs timestamp of the last export log row :meth:`query_server_ns` read.
+        self.export_log_mark = 0
 
     # ---- install / probe -------------------------------------------------------------------
 
@@ -285,9 +304,10 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
                 else:
                     conn.close()
 
-    def _exec(self, sql: str, keep: bool = False) -> dict[str, Any]:
+    def _exec(self, sql: str, keep: bool = False,
+              pool: ReaderPool[http.client.HTTPConnection] | None = None) -> dict[str, Any]:
         """Run one statement through ``/exec``; its JSON answer (raise on an error)."""
-        status, body = self._get("/exec", {"query": sql}, keep)
+        status, body = self._get("/exec", {"query": sql}, keep, pool)
         answer: dict[str, Any] = json.loads(body)
         if status != 200 or "error" in answer:
             raise RuntimeError(f"QuestDB: {answer.get('error', body[:500])} in: {sql[:200]}")
@@ -299,19 +319,20 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         names = [c["name"] for c in answer["columns"]]
         return [dict(zip(names, row, strict=True)) for row in answer["dataset"]]
 
-    def _export(self, sql: str, keep: bool = False) -> pa.Table:
+    def _export(self, sql: str, keep: bool = False,
+                pool: ReaderPool[http.client.HTTPConnection] | None = None) -> pa.Table:
         """A whole result as Parquet from ``/exp``: columnar, nanosecond timestamps, and several
         times faster than rows over the PG wire or JSON for large answers. Uncompressed, since
         it only crosses the loopback."""
         status, body = self._get("/exp", {"query": sql, "fmt": "parquet",
-                                          "compression_codec": "uncompressed"}, keep)
+                                          "compression_codec": "uncompressed"}, keep, pool)
         if status != 200:
             try:
                 reason = json.loads(body).get("error", "")
             except ValueError:
                 reason = body[:500].decode(errors="replace")
             raise RuntimeError(f"QuestDB: {reason}")
-        return pq.read_table(io.BytesIO(body))
+        return pq.read_table(pa.BufferReader(body))
 
     # ---- visibility: the WAL apply ----------------------------------------------------------
 
@@ -391,24 +412,32 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         self._await(self.table(t) for t in TABLES)
         return rows
 
-    def run_query(self, qid: str) -> pa.Table:
-        """``/exec`` with ``timings=true`` on this thread's kept-alive connection: measured at
-        the tiny scale, JSON over a kept-alive connection answered these queries (tens to a few
-        thousand rows) faster than ``/exp`` Parquet, and it carries QuestDB's own timings."""
-        if self.query_conns is None:
-            raise RuntimeError("QuestDB is not started")
+    def _query_sql(self, qid: str) -> str:
+        """Query ``qid`` as sent: the file's text, tables prefixed on an endpoint, parameters written in."""
         text = self.query_text(qid)
         if self.endpoint is not None:  # tickbench's prefixed tables on the user's server
             text = FROM_TABLE.sub(lambda m: m.group(1) + self.table(m.group(2)), text)
-        sql = bind(text, self.params.bindings())
+        return bind(text, self.params.bindings())
+
+    def run_query(self, qid: str) -> pa.Table:
+        """The answer of ``qid`` on this thread's kept-alive connection: Parquet from ``/exp``
+        for :data:`PARQUET_ANSWERS`, else JSON from ``/exec`` with ``timings=true`` (parsed by
+        orjson: the standard library's parser took most of the client's time on answers of
+        thousands of rows)."""
+        if self.query_conns is None:
+            raise RuntimeError("QuestDB is not started")
+        sql = self._query_sql(qid)
         self.last_server_ns = None
+        self.last_exported = qid in PARQUET_ANSWERS
+        if self.last_exported:
+            return self._export(sql, pool=self.query_conns)
         status, body = self._get("/exec", {"query": sql, "timings": "true"}, pool=self.query_conns)
-        answer: dict[str, Any] = json.loads(body)
+        answer: dict[str, Any] = orjson.loads(body)
         if status != 200 or "error" in answer:
             raise RuntimeError(f"QuestDB: {answer.get('error', body[:500])} in: {sql[:200]}")
         timings = answer.get("timings") or {}
-        if "execute" in timings:
-            self.last_server_ns = int(timings.get("compiler", 0)) + int(timings["execute"])
+        if "execute" in timings:  # its clock starts before compilation: timings.compiler is inside it
+            self.last_server_ns = int(timings["execute"])
         return json_table(answer)
 
     def explain(self, qid: str) -> str:
@@ -416,10 +445,7 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         lookup is a backward ``Interval`` scan of one partition or a full scan."""
         if self.query_conns is None:
             raise RuntimeError("QuestDB is not started")
-        text = self.query_text(qid)
-        if self.endpoint is not None:
-            text = FROM_TABLE.sub(lambda m: m.group(1) + self.table(m.group(2)), text)
-        sql = bind(text, self.params.bindings())
+        sql = self._query_sql(qid)
         status, body = self._get("/exec", {"query": "EXPLAIN " + sql}, pool=self.query_conns)
         answer: dict[str, Any] = json.loads(body)
         if status != 200 or "error" in answer:
@@ -428,9 +454,33 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         return "\n".join(html.unescape(str(row[0])).replace("\xa0", " ") for row in answer["dataset"])
 
     def query_server_ns(self) -> int | None:
-        """QuestDB's own time of the last query: ``timings.compiler + timings.execute`` of its
-        ``/exec`` answer (ns), which the server measures itself."""
-        return self.last_server_ns
+        """QuestDB's own time of the last query, in ns, read after the clock stops.
+
+        * ``/exec`` (JSON): ``timings.execute`` of the answer: QuestDB's clock from the start of
+          the request's processing (compilation, ``timings.compiler``, included) until the last
+          row is written to the response: execution, JSON writing and sending all but the last
+          chunk; not the request's arrival or the client's parsing.
+        * ``/exp`` (Parquet): the export's span in QuestDB's export log ``sys.copy_export_log``,
+          from its ``stream_sending_data``/``started`` row to its ``success`` row (µs): the
+          cursor's execution, Parquet encoding and sending, and two of the log's own three
+          commits; not compilation (a cached plan), the last log commit or the client's decoding.
+          The log's rows since the last reading must be exactly one export's three phases (the
+          runner's repetitions run one at a time); otherwise, e.g. another client's export in
+          between, the first reading (earlier exports), or a server whose log table is named
+          otherwise, ``None``.
+        """
+        if not self.last_exported:
+            return self.last_server_ns
+        self.last_exported = False
+        try:
+            rows = self._exec(EXPORT_LOG.format(after=self.export_log_mark), pool=self.query_conns)["dataset"]
+        except RuntimeError:
+            return None
+        if rows:
+            self.export_log_mark = max(int(r[3]) for r in rows)
+        if len({r[0] for r in rows}) != 1 or [(r[1], r[2]) for r in rows] != EXPORT_PHASES:
+            return None
+        return (int(rows[2][3]) - int(rows[0][3])) * 1000
 
     # ---- W ---------------------------------------------------------------------------------
 
@@ -659,24 +709,27 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
                 "cairo.max.uncommitted.rows", "http.export.connection.limit"}
         params = {r["property_path"]: r["value"] for r in self._rows("SHOW PARAMETERS")
                   if r["property_path"] in keys}
+        results = {"results": (f"HTTP /exp Parquet for {', '.join(sorted(PARQUET_ANSWERS))}, /exec JSON (timings=true) "
+                               "for the rest, one kept-alive connection per client"),
+                   "server_time": ("/exec: timings.execute (compilation included); /exp Parquet: the export's span in "
+                                   "sys.copy_export_log (stream_sending_data started to success)")}
         if self.endpoint is not None:  # the user's server: its own version and heap
-            return {"wal": True, "load": "ILP over HTTP (protocol 2)", "results": "HTTP /exp fmt=parquet", **params}
+            return {"wal": True, "load": "ILP over HTTP (protocol 2)", **results, **params}
         return {"version": VERSION, "jvm_heap": HEAP, "wal": True, "load": "ILP over HTTP (protocol 2)",
-                "results": "HTTP /exec JSON with timings=true, one kept-alive connection per client",
-                "server_time": "/exec timings: compiler + execute", **params}
+                **results, **params}
 
 
 def json_table(answer: dict[str, Any]) -> pa.Table:
     """An ``/exec`` answer (``columns`` with QuestDB types, ``dataset`` rows) as Arrow."""
-    columns = answer["columns"]
-    values = list(zip(*answer["dataset"], strict=True)) if answer["dataset"] else [() for _ in columns]
+    rows = answer["dataset"]
     arrays = []
-    for column, data in zip(columns, values, strict=True):
+    for i, column in enumerate(answer["columns"]):
         target = JSON_TYPES.get(column["type"])
         if target is None:
             raise RuntimeError(f"QuestDB column {column['name']}: type {column['type']} has no Arrow type here")
+        data = [row[i] for row in rows]  # a column at a time: zip(*rows) is several times slower
         if pa.types.is_timestamp(target):  # ISO-8601 text ending in Z
             arrays.append(pa.array(data, pa.string()).cast(target))
         else:
             arrays.append(pa.array(data, target))
-    return pa.table(arrays, names=[c["name"] for c in columns])
+    return pa.table(arrays, names=[c["name"] for c in answer["columns"]])

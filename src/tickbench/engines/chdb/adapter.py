@@ -81,15 +81,22 @@ PARTS = (
 )
 DB_PARTS = "SELECT sum(bytes_on_disk), count() FROM system.parts WHERE active AND database = {db:String}"
 MERGES = "SELECT count() FROM system.merges WHERE database = {db:String}"
+# After a load, each daily partition merged into one part (the inserts leave several), so that
+# every read's index analysis and part setup covers 31 parts, not a hundred (see README, Tuning).
 OPTIMIZE = "OPTIMIZE TABLE {db:Identifier}.{table:Identifier} FINAL"
 FLUSH_LOG = "SYSTEM FLUSH LOGS query_log"
 # query_log's memory_usage is the query's peak tracked memory, and its start and finish times
-# (µs) its duration (ClickHouse's own figures). The row is found as the latest finished SELECT:
-# chDB logs the query text with its parameters substituted and reformatted (so the text cannot
-# be matched), and sets no query_id we can read.
+# (µs) its duration (ClickHouse's own figures); its profile events count what every read of the
+# query selected, scalar subqueries included (which EXPLAIN does not show: they run before the
+# plan is built, their results folded in as constants). The row is found as the latest finished
+# SELECT: chDB logs the query text with its parameters substituted and reformatted (so the text
+# cannot be matched), and sets no query_id we can read.
 QUERY_MEMORY = (
     "SELECT memory_usage, toUnixTimestamp64Micro(event_time_microseconds) "
-    "- toUnixTimestamp64Micro(query_start_time_microseconds) AS duration_us "
+    "- toUnixTimestamp64Micro(query_start_time_microseconds) AS duration_us, "
+    "ProfileEvents['SelectedParts'] AS parts, ProfileEvents['SelectedPartsTotal'] AS parts_total, "
+    "ProfileEvents['SelectedMarks'] AS marks, ProfileEvents['SelectedMarksTotal'] AS marks_total, "
+    "read_rows, read_bytes "
     "FROM system.query_log WHERE type = 'QueryFinish' AND is_initial_query "
     "AND query_kind = 'Select' AND NOT has(tables, 'system.query_log') "
     "ORDER BY event_time_microseconds DESC LIMIT 1"
@@ -320,7 +327,14 @@ class Adapter(Engine):
         self._sql(SCHEMA, {"db": DB})
         for table in TABLES:
             self._insert(DB, table, "parquet", self.dataset.files(table, days))
+        self._optimize(DB)
         return self._rows(DB)
+
+    def _optimize(self, db: str) -> None:
+        """Merge each daily partition of ``db``'s tables into one part (``OPTIMIZE … FINAL``),
+        returning when the merged parts are active."""
+        for table in TABLES:
+            self._sql(OPTIMIZE, {"db": db, "table": table})
 
     def run_query(self, qid: str) -> pa.Table:
         sql = self.query_text(qid)
@@ -332,10 +346,22 @@ class Adapter(Engine):
 
     def explain(self, qid: str) -> str:
         """``EXPLAIN indexes = 1``: the plan with the parts and granules the primary key
-        (sym, exchange, ts) and the partition key keep for each read."""
+        (sym, exchange, ts) and the partition key keep for each read; first, what one run of
+        the query selected over all its reads (``system.query_log``), since the reads of
+        scalar subqueries run before the plan is built and are not in it. Their results are
+        folded into the plan as constants: a line longer than ``PLAN_LINE`` is cut."""
         sql = self.query_text(qid)
         table = self._sql("EXPLAIN indexes = 1 " + sql, query_params(sql, self.params.bindings()), "ArrowTable")
-        return "\n".join(str(v) for v in table.column(0).to_pylist())
+        plan = "\n".join(clip(str(v)) for v in table.column(0).to_pylist())
+        self.run_query(qid)
+        row = self._last_query_log()
+        if not row:
+            return plan
+        read = (f"Read by one run, all its reads summed (system.query_log): parts {row['parts']:,} "
+                f"selected of {row['parts_total']:,}, granules {row['marks']:,} of {row['marks_total']:,} "
+                "(SelectedParts/SelectedPartsTotal, SelectedMarks/SelectedMarksTotal), "
+                f"{row['read_rows']:,} rows, {row['read_bytes']:,} bytes read")
+        return read + "\n\n" + plan
 
     def query_memory_bytes(self) -> int | None:
         """The last query's peak memory as ClickHouse tracked it (``system.query_log``
@@ -383,12 +409,14 @@ class Adapter(Engine):
 
     def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """W: the bulk-load day into a fresh database ``w_<fmt>`` with tickbench's schema,
-        through ``INSERT … SELECT FROM file()``; committed (its parts active) on return.
-        ``scratch`` is not used: a second chDB session path cannot be opened in this process."""
+        through ``INSERT … SELECT FROM file()``, then merged into one part per day as the query
+        store is (``OPTIMIZE … FINAL``); committed (its parts active) on return. ``scratch`` is
+        not used: a second chDB session path cannot be opened in this process."""
         db, files = f"w_{fmt}", {t: self._day_files(t, fmt) for t in TABLES}
         self._create(db)
         self._durable(db)
         nbytes = sum(self._insert(db, t, fmt, files[t]) for t in TABLES)
+        self._optimize(db)
         return self._figures(db, nbytes)
 
     def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
@@ -407,17 +435,12 @@ class Adapter(Engine):
         return self._figures(db, nbytes)
 
     def storage_bytes(self) -> dict[str, int]:
-        """SE: bytes on disk of the active parts of the 30-day period's daily partitions, as
-        the background merges left them; then, labelled apart, after ``OPTIMIZE … FINAL``
-        merged each partition into one part (this rewrites the query store)."""
+        """SE: bytes on disk of the active parts of the 30-day period's daily partitions of the
+        query store, as the load left them (one merged part per partition and table)."""
         month = {"db": DB, "partitions": [d.replace("-", "") for d in self.params.days("month")]}
         disk, parts = self._scalars(PARTS, month)
         merging = self._scalars(MERGES, {"db": DB})[0]
-        for table in TABLES:
-            self._sql(OPTIMIZE, {"db": DB, "table": table})
-        final, final_parts = self._scalars(PARTS, month)
-        return {"parts_bytes_on_disk": disk, "active_parts": parts, "merges_running": merging,
-                "after_optimize_final": final, "active_parts_after_optimize_final": final_parts}
+        return {"parts_bytes_on_disk": disk, "active_parts": parts, "merges_running": merging}
 
     def settings(self) -> dict[str, Any]:
         rows = self._sql(SETTINGS, fmt="ArrowTable").to_pylist()
@@ -512,6 +535,14 @@ class Adapter(Engine):
         self._ingest_open = []
         self._ingest_readers = None
         self.ingest_conn = None
+
+
+PLAN_LINE = 240
+
+
+def clip(line: str) -> str:
+    """A plan line cut to ``PLAN_LINE`` characters, saying how long it was."""
+    return line if len(line) <= PLAN_LINE else f"{line[:PLAN_LINE]} … ({len(line):,} characters)"
 
 
 def file_glob(files: list[Path]) -> str:

@@ -447,7 +447,8 @@ class Adapter(Engine):
         out: dict[str, Any] = {str(r["name"]): str(r["value"]) for r in rows}
         out["sort_key"] = "(sym, exchange, ts)"
         out["partition_by"] = "toYYYYMMDD(ts)"
-        out["codecs"] = "ts, trade_id: Delta+ZSTD(1); floats: ZSTD(1); exchange, sym, side: LowCardinality"
+        out["codecs"] = ("ts, trade_id: Delta+LZ4; trades price, amount, book b1price, a1price, levels 1-5 sizes: "
+                         "LZ4; the other book levels: ZSTD(1); exchange, sym, side: LowCardinality")
         return out
 
     # -- ingest -------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 -- length; each row is assigned to the probes whose window holds it (arrayJoin) and each probe keeps
 -- its latest row (argMax). ClickHouse pays its fixed per-read cost (index analysis over every part)
 -- once instead of twenty times. That read is a scalar subquery, so its result is a constant before
--- the rest is planned: a probe whose minute is empty (none at SF >= 0.2 in the generated data) is
+-- the rest is planned: a probe whose minute is empty (no probe of seed 7 at SF 0.05, 0.2 or 1) is
 -- answered by one second read, gated by that constant, over the rows from the latest snapshot an
 -- earlier probe found (the month's start for none) to the last such probe; with no such probe its
 -- range is empty and it reads no part. The windows are unrolled (PROBES = 10).

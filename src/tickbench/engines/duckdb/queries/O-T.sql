@@ -1,8 +1,8 @@
 -- O-T in one scan: the ten probes' one-minute windows are one OR'ed filter, which DuckDB pushes
 -- into the scan, so only the row groups holding those minutes are read (zone maps on the
 -- (sym, exchange, ts) order) whatever the history's length; an ASOF LEFT JOIN of the probes to
--- those rows gives each probe its latest one. A probe whose minute is empty (none at SF >= 0.2
--- in the generated data) looks back in a second scan, from the latest snapshot an earlier probe
+-- those rows gives each probe its latest one. A probe whose minute is empty (no probe of seed 7
+-- at SF 0.05, 0.2 or 1) looks back in a second scan, from the latest snapshot an earlier probe
 -- found (the month's start for none) to the last such probe: its bounds are scalar subqueries
 -- that DuckDB pushes into the scan as dynamic filters, so with no such probe it reads no row
 -- group. The previous form, ten unrolled lookups each with a scalar subquery choosing its

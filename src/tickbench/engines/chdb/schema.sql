@@ -101,7 +101,10 @@ CREATE TABLE {db:Identifier}.book (
     a19price Float64 CODEC(ZSTD(1)),
     a19size Float64 CODEC(ZSTD(1)),
     a20price Float64 CODEC(ZSTD(1)),
-    a20size Float64 CODEC(ZSTD(1))
+    a20size Float64 CODEC(ZSTD(1)),
+    -- Each instrument's venues per day (a few rows per part): O-NBBO counts S's venues on X
+    -- from it instead of reading the day's exchange column.
+    PROJECTION venues (SELECT sym, toDate(ts), exchange, count() GROUP BY sym, toDate(ts), exchange)
 )
 ENGINE = MergeTree
 PARTITION BY toYYYYMMDD(ts)

@@ -6,13 +6,16 @@
 -- its result is a constant before the rest is planned: the (probe, venue) pairs with no row in
 -- their minute (a quiet venue at a small scale) are answered by one second read, gated by that
 -- constant, of those venues over the day up to the last such probe; with no such pair its range
--- is empty and it reads no part. The venues of S on X come from the data (the day's exchange
--- column: LowCardinality, in the sort key). The windows are unrolled (PROBES = 10).
+-- is empty and it reads no part. The venues of S on X come from the schema's aggregate projection
+-- `venues` (sym, day, exchange): the GROUP BY over X's whole days reads its few rows, not the
+-- day's exchange column (X is whole days). The windows are unrolled (PROBES = 10).
 WITH {nbbo_times:Array(DateTime64(6, 'UTC'))} AS probes,
      {sym:String} AS s,
      {multi_start:DateTime64(6, 'UTC')} AS x0,
      {multi_end:DateTime64(6, 'UTC')} AS x1,
-     (SELECT groupUniqArray(toString(exchange)) FROM book WHERE sym = s AND ts >= x0 AND ts < x1) AS venues,
+     (SELECT groupUniqArray(toString(exchange)) FROM (
+          SELECT exchange FROM book WHERE sym = s AND toDate(ts) >= toDate(x0) AND toDate(ts) < toDate(x1)
+          GROUP BY exchange)) AS venues,
      (SELECT groupArray((t, e, b, a)) FROM (
           SELECT arrayJoin(arrayFilter(p -> ts <= p AND ts > p - INTERVAL 1 MINUTE, probes)) AS t,
                  toString(exchange) AS e, argMax(b1price, ts) AS b, argMax(a1price, ts) AS a

@@ -443,6 +443,7 @@ class Adapter(Engine):
         out["partition_by"] = "toYYYYMMDD(ts)"
         out["codecs"] = ("ts, trade_id: Delta+LZ4; trades price, amount, book b1price, a1price, levels 1-5 sizes: "
                          "LZ4; the other book levels: ZSTD(1); exchange, sym, side: LowCardinality")
+        out["projections"] = "book: venues (sym, toDate(ts), exchange, count())"
         return out
 
     # -- ingest -------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ def test_lookups_behind_empty_windows(tiny: Dataset, tiny_params: QueryParams, t
     import polars as pl
 
     from tests.engines.lookup_gaps import Gaps
-    from tickbench.engines.duckdb.adapter import SCHEMA, SORT_KEY
+    from tickbench.engines.duckdb.adapter import SCHEMA, SORT_KEY, VENUES
 
     gaps = Gaps.make(tiny, tiny_params)
     engine = adapter_class("duckdb")(tmp_path, tiny, gaps.params)
@@ -30,6 +30,7 @@ def test_lookups_behind_empty_windows(tiny: Dataset, tiny_params: QueryParams, t
         book = gaps.book.to_arrow()
         con.register("crafted", book)
         con.execute(f"INSERT INTO book SELECT * FROM crafted ORDER BY {SORT_KEY}")
+        con.execute(VENUES)
         got_ot, got_nbbo = (pl.from_arrow(engine.run_query(q)) for q in ("O-T", "O-NBBO"))
     finally:
         engine.stop()

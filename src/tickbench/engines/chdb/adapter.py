@@ -69,6 +69,13 @@ DROP_DB = "DROP DATABASE IF EXISTS {db:Identifier}"
 # The insertion table's structure is used for file() (no schema inference, no casts), and
 # CSVWithNames matches columns by the header's names.
 INSERT = "INSERT INTO {db:Identifier}.{table:Identifier} SELECT * FROM file({path:String}, {fmt:Identifier})"
+# tickbench's loads insert a day at a time, its blocks squashed into one of up to 2 GiB (the
+# defaults, about 1 M rows or 256 MiB, cut a day of the book at SF 1 into three blocks, and each
+# block writes its own part of every partition it touches): one part per daily partition, so
+# every read's index analysis and part setup covers 31 parts, not a hundred, and no merge has
+# to rewrite the store after the load (README, Load).
+INSERT_DAY = INSERT + (" SETTINGS min_insert_block_size_rows = 1000000000, "
+                       "min_insert_block_size_bytes = 2147483648")
 # The baseline: a table shaped by ClickHouse's own inference from the file, default settings.
 BASELINE_CREATE = (
     "CREATE TABLE {db:Identifier}.{table:Identifier} ENGINE = MergeTree ORDER BY tuple() "
@@ -81,7 +88,11 @@ PARTS = (
 )
 DB_PARTS = "SELECT sum(bytes_on_disk), count() FROM system.parts WHERE active AND database = {db:String}"
 MERGES = "SELECT count() FROM system.merges WHERE database = {db:String}"
-OPTIMIZE = "OPTIMIZE TABLE {db:Identifier}.{table:Identifier} FINAL"
+# A day larger than one squashed block leaves several parts in its partition: merged after the
+# load, that partition alone (an OPTIMIZE … FINAL of the table would rewrite every part).
+SPLIT_DAYS = ("SELECT partition_id FROM system.parts WHERE active AND database = {db:String} "
+              "AND table = {table:String} GROUP BY partition_id HAVING count() > 1 ORDER BY partition_id")
+OPTIMIZE_DAY = "OPTIMIZE TABLE {db:Identifier}.{table:Identifier} PARTITION ID {partition:String} FINAL"
 FLUSH_LOG = "SYSTEM FLUSH LOGS query_log"
 # query_log's memory_usage is the query's peak tracked memory, and its start and finish times
 # (µs) its duration (ClickHouse's own figures); its profile events count what every read of the
@@ -311,9 +322,17 @@ class Adapter(Engine):
         self._sql(SCHEMA, {"db": db})
 
     def _insert(self, db: str, table: str, fmt: str, files: list[Path]) -> int:
-        """Insert ``files`` with ClickHouse's own reader for ``fmt``; return their bytes."""
-        self._sql(INSERT, {"db": db, "table": table, "path": file_glob(files), "fmt": FORMATS[fmt]})
+        """Insert ``files`` (one day's) with ClickHouse's own reader for ``fmt`` as one squashed
+        block, so one part per partition; return their bytes."""
+        self._sql(INSERT_DAY, {"db": db, "table": table, "path": file_glob(files), "fmt": FORMATS[fmt]})
         return sum(f.stat().st_size for f in files)
+
+    def _merge_split_days(self, db: str) -> None:
+        """Merge each daily partition the inserts left in several parts into one part
+        (``OPTIMIZE … PARTITION ID … FINAL``; none at SF 1), returning when it is active."""
+        for table in TABLES:
+            for row in self._sql(SPLIT_DAYS, {"db": db, "table": table}, "ArrowTable").to_pylist():
+                self._sql(OPTIMIZE_DAY, {"db": db, "table": table, "partition": row["partition_id"]})
 
     def _rows(self, db: str) -> int:
         return sum(self._scalars(COUNT, {"db": db, "table": t})[0] for t in TABLES)
@@ -324,7 +343,10 @@ class Adapter(Engine):
             self._sql(DROP_TABLE, {"db": DB, "table": table})
         self._sql(SCHEMA, {"db": DB})
         for table in TABLES:
-            self._insert(DB, table, "parquet", self.dataset.files(table, days))
+            for day in days:
+                if files := self.dataset.files(table, [day]):
+                    self._insert(DB, table, "parquet", files)
+        self._merge_split_days(DB)
         return self._rows(DB)
 
     def run_query(self, qid: str) -> pa.Table:
@@ -400,12 +422,14 @@ class Adapter(Engine):
 
     def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """W: the bulk-load day into a fresh database ``w_<fmt>`` with tickbench's schema,
-        through ``INSERT … SELECT FROM file()``; committed (its parts active) on return.
-        ``scratch`` is not used: a second chDB session path cannot be opened in this process."""
+        through ``INSERT … SELECT FROM file()``, one part per day and table as the query store;
+        committed (its parts active) on return. ``scratch`` is not used: a second chDB session
+        path cannot be opened in this process."""
         db, files = f"w_{fmt}", {t: self._day_files(t, fmt) for t in TABLES}
         self._create(db)
         self._durable(db)
         nbytes = sum(self._insert(db, t, fmt, files[t]) for t in TABLES)
+        self._merge_split_days(db)
         return self._figures(db, nbytes)
 
     def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
@@ -424,17 +448,12 @@ class Adapter(Engine):
         return self._figures(db, nbytes)
 
     def storage_bytes(self) -> dict[str, int]:
-        """SE: bytes on disk of the active parts of the 30-day period's daily partitions, as
-        the background merges left them; then, labelled apart, after ``OPTIMIZE … FINAL``
-        merged each partition into one part (this rewrites the query store)."""
+        """SE: bytes on disk of the active parts of the 30-day period's daily partitions of the
+        query store, as the load left them (one merged part per partition and table)."""
         month = {"db": DB, "partitions": [d.replace("-", "") for d in self.params.days("month")]}
         disk, parts = self._scalars(PARTS, month)
         merging = self._scalars(MERGES, {"db": DB})[0]
-        for table in TABLES:
-            self._sql(OPTIMIZE, {"db": DB, "table": table})
-        final, final_parts = self._scalars(PARTS, month)
-        return {"parts_bytes_on_disk": disk, "active_parts": parts, "merges_running": merging,
-                "after_optimize_final": final, "active_parts_after_optimize_final": final_parts}
+        return {"parts_bytes_on_disk": disk, "active_parts": parts, "merges_running": merging}
 
     def settings(self) -> dict[str, Any]:
         rows = self._sql(SETTINGS, fmt="ArrowTable").to_pylist()

@@ -42,6 +42,9 @@ def test_store_memory_w_and_se(tiny: Dataset, tiny_params: QueryParams, tmp_path
     try:
         days = tiny_params.load_days()
         assert engine.load() == tiny.sizes(days)["rows"]
+        parts = engine._sql("SELECT count() AS n FROM system.parts WHERE active AND database = 'tickbench'",  # type: ignore[attr-defined]
+                            fmt="ArrowTable").to_pylist()
+        assert parts == [{"n": 2 * len(days)}]  # one part per day and table
         memory = engine.query_memory_bytes  # type: ignore[attr-defined]
         assert memory() is None  # no benchmark query ran yet
         assert engine.run_query("O-B2").num_rows == 3
@@ -63,11 +66,12 @@ def test_store_memory_w_and_se(tiny: Dataset, tiny_params: QueryParams, tmp_path
                 base = engine.baseline_load(fmt, tmp_path / "w")
                 assert mine.rows == base.rows == expected
                 assert mine.detail["database"] == f"w_{fmt}" and mine.detail["bytes_on_disk"] > 0
+                assert mine.detail["active_parts"] == 2  # one part per day, as the query store
 
         se = engine.storage_bytes()
         assert next(iter(se)) == "parts_bytes_on_disk"  # the runner's primary figure
-        assert se["parts_bytes_on_disk"] > 0 and se["after_optimize_final"] > 0
-        assert se["active_parts_after_optimize_final"] == 2 * len(tiny_params.days("month"))
+        assert se["parts_bytes_on_disk"] > 0 and se["merges_running"] == 0
+        assert se["active_parts"] == 2 * len(tiny_params.days("month"))  # one per day and table
         assert engine.run_query("O-B2").num_rows == 3  # the W stores left the query store alone
     finally:
         engine.stop()
@@ -88,3 +92,39 @@ def test_a_second_process_cannot_open_a_held_path(tiny: Dataset, tiny_params: Qu
         assert out.returncode != 0 and "another process may hold it" in out.stderr
     finally:
         engine.stop()
+
+
+
+@pytest.mark.slow
+def test_lookups_behind_empty_windows(tiny: Dataset, tiny_params: QueryParams, tmp_path: Path) -> None:
+    """O-T and O-NBBO read the ten probes' one-minute windows at once and answer a probe whose
+    window is empty (or misses a venue) by a second read gated on the first's result: over the
+    crafted gaps of ``lookup_gaps``, every answer is the latest row at or before its probe."""
+    import polars as pl
+
+    from tests.engines.lookup_gaps import Gaps
+    from tickbench.engines.chdb.adapter import DB, SCHEMA
+
+    gaps = Gaps.make(tiny, tiny_params)
+    # two inserts that split the multi-exchange day's partition in two parts
+    cut = gaps.book["ts"].max() - dt.timedelta(hours=12)  # type: ignore[operator]
+    gaps.book.filter(pl.col("ts") <= cut).write_parquet(tmp_path / "a.parquet")
+    gaps.book.filter(pl.col("ts") > cut).write_parquet(tmp_path / "b.parquet")
+    engine = adapter_class("chdb")(tmp_path / "engine", tiny, gaps.params)
+    engine.start()
+    try:
+        engine._sql(SCHEMA, {"db": DB})  # type: ignore[attr-defined]
+        for name in ("a", "b"):
+            engine._insert(DB, "book", "parquet", [tmp_path / f"{name}.parquet"])  # type: ignore[attr-defined]
+        parts = "SELECT count() AS n FROM system.parts WHERE active AND database = 'tickbench' AND table = 'book'"
+        assert engine._sql(parts, fmt="ArrowTable").to_pylist() == [{"n": 5}]  # type: ignore[attr-defined]
+        engine._merge_split_days(DB)  # type: ignore[attr-defined]  # that partition alone is merged
+        assert engine._sql(parts, fmt="ArrowTable").to_pylist() == [{"n": 4}]  # type: ignore[attr-defined]
+        got_ot, got_nbbo = (pl.from_arrow(engine.run_query(q)) for q in ("O-T", "O-NBBO"))
+        # the window read runs as a scalar subquery, before the plan: explain counts it from the log
+        plan = engine.explain("O-T")
+        assert plan.startswith("Read by one run") and "ReadFromMergeTree" in plan
+    finally:
+        engine.stop()
+    assert isinstance(got_ot, pl.DataFrame) and isinstance(got_nbbo, pl.DataFrame)
+    gaps.check(got_ot, got_nbbo)

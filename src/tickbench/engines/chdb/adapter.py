@@ -73,6 +73,13 @@ DROP_DB = "DROP DATABASE IF EXISTS {db:Identifier}"
 # The insertion table's structure is used for file() (no schema inference, no casts), and
 # CSVWithNames matches columns by the header's names.
 INSERT = "INSERT INTO {db:Identifier}.{table:Identifier} SELECT * FROM file({path:String}, {fmt:Identifier})"
+# tickbench's loads insert a day at a time, its blocks squashed into one of up to 2 GiB (the
+# defaults, about 1 M rows or 256 MiB, cut a day of the book at SF 1 into three blocks, and each
+# block writes its own part of every partition it touches): one part per daily partition, so
+# every read's index analysis and part setup covers 31 parts, not a hundred, and no merge has
+# to rewrite the store after the load (README, Load).
+INSERT_DAY = INSERT + (" SETTINGS min_insert_block_size_rows = 1000000000, "
+                       "min_insert_block_size_bytes = 2147483648")
 # The baseline: a table shaped by ClickHouse's own inference from the file, default settings.
 BASELINE_CREATE = (
     "CREATE TABLE {db:Identifier}.{table:Identifier} ENGINE = MergeTree ORDER BY tuple() "
@@ -85,15 +92,24 @@ PARTS = (
 )
 DB_PARTS = "SELECT sum(bytes_on_disk), count() FROM system.parts WHERE active AND database = {db:String}"
 MERGES = "SELECT count() FROM system.merges WHERE database = {db:String}"
-OPTIMIZE = "OPTIMIZE TABLE {db:Identifier}.{table:Identifier} FINAL"
+# A day larger than one squashed block leaves several parts in its partition: merged after the
+# load, that partition alone (an OPTIMIZE … FINAL of the table would rewrite every part).
+SPLIT_DAYS = ("SELECT partition_id FROM system.parts WHERE active AND database = {db:String} "
+              "AND table = {table:String} GROUP BY partition_id HAVING count() > 1 ORDER BY partition_id")
+OPTIMIZE_DAY = "OPTIMIZE TABLE {db:Identifier}.{table:Identifier} PARTITION ID {partition:String} FINAL"
 FLUSH_LOG = "SYSTEM FLUSH LOGS query_log"
 # query_log's memory_usage is the query's peak tracked memory, and its start and finish times
-# (µs) its duration (ClickHouse's own figures). The row is found as the latest finished SELECT:
-# chDB logs the query text with its parameters substituted and reformatted (so the text cannot
-# be matched), and sets no query_id we can read.
+# (µs) its duration (ClickHouse's own figures); its profile events count what every read of the
+# query selected, scalar subqueries included (which EXPLAIN does not show: they run before the
+# plan is built, their results folded in as constants). The row is found as the latest finished
+# SELECT: chDB logs the query text with its parameters substituted and reformatted (so the text
+# cannot be matched), and sets no query_id we can read.
 QUERY_MEMORY = (
     "SELECT memory_usage, toUnixTimestamp64Micro(event_time_microseconds) "
-    "- toUnixTimestamp64Micro(query_start_time_microseconds) AS duration_us "
+    "- toUnixTimestamp64Micro(query_start_time_microseconds) AS duration_us, "
+    "ProfileEvents['SelectedParts'] AS parts, ProfileEvents['SelectedPartsTotal'] AS parts_total, "
+    "ProfileEvents['SelectedMarks'] AS marks, ProfileEvents['SelectedMarksTotal'] AS marks_total, "
+    "read_rows, read_bytes "
     "FROM system.query_log WHERE type = 'QueryFinish' AND is_initial_query "
     "AND query_kind = 'Select' AND NOT has(tables, 'system.query_log') "
     "ORDER BY event_time_microseconds DESC LIMIT 1"
@@ -310,9 +326,17 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime):
         self._sql(SCHEMA, {"db": db})
 
     def _insert(self, db: str, table: str, fmt: str, files: list[Path]) -> int:
-        """Insert ``files`` with ClickHouse's own reader for ``fmt``; return their bytes."""
-        self._sql(INSERT, {"db": db, "table": table, "path": file_glob(files), "fmt": FORMATS[fmt]})
+        """Insert ``files`` (one day's) with ClickHouse's own reader for ``fmt`` as one squashed
+        block, so one part per partition; return their bytes."""
+        self._sql(INSERT_DAY, {"db": db, "table": table, "path": file_glob(files), "fmt": FORMATS[fmt]})
         return sum(f.stat().st_size for f in files)
+
+    def _merge_split_days(self, db: str) -> None:
+        """Merge each daily partition the inserts left in several parts into one part
+        (``OPTIMIZE … PARTITION ID … FINAL``; none at SF 1), returning when it is active."""
+        for table in TABLES:
+            for row in self._sql(SPLIT_DAYS, {"db": db, "table": table}, "ArrowTable").to_pylist():
+                self._sql(OPTIMIZE_DAY, {"db": db, "table": table, "partition": row["partition_id"]})
 
     def _rows(self, db: str) -> int:
         return sum(self._scalars(COUNT, {"db": db, "table": t})[0] for t in TABLES)
@@ -323,7 +347,10 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime):
             self._sql(DROP_TABLE, {"db": DB, "table": table})
         self._sql(SCHEMA, {"db": DB})
         for table in TABLES:
-            self._insert(DB, table, "parquet", self.dataset.input_files(table, days, self.workdir))
+            for day in days:  # a day without a file (a gap in a capture) adds nothing
+                if files := self.dataset.files(table, [day]):
+                    self._insert(DB, table, "parquet", files)
+        self._merge_split_days(DB)
         return self._rows(DB)
 
     def run_query(self, qid: str) -> pa.Table:
@@ -336,10 +363,22 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime):
 
     def explain(self, qid: str) -> str:
         """``EXPLAIN indexes = 1``: the plan with the parts and granules the primary key
-        (sym, exchange, ts) and the partition key keep for each read."""
+        (sym, exchange, ts) and the partition key keep for each read; first, what one run of
+        the query selected over all its reads (``system.query_log``), since the reads of
+        scalar subqueries run before the plan is built and are not in it. Their results are
+        folded into the plan as constants: a line longer than ``PLAN_LINE`` is cut."""
         sql = self.query_text(qid)
         table = self._sql("EXPLAIN indexes = 1 " + sql, query_params(sql, self.params.bindings()), "ArrowTable")
-        return "\n".join(str(v) for v in table.column(0).to_pylist())
+        plan = "\n".join(clip(str(v)) for v in table.column(0).to_pylist())
+        self.run_query(qid)
+        row = self._last_query_log()
+        if not row:
+            return plan
+        read = (f"Read by one run, all its reads summed (system.query_log): parts {row['parts']:,} "
+                f"selected of {row['parts_total']:,}, granules {row['marks']:,} of {row['marks_total']:,} "
+                "(SelectedParts/SelectedPartsTotal, SelectedMarks/SelectedMarksTotal), "
+                f"{row['read_rows']:,} rows, {row['read_bytes']:,} bytes read")
+        return read + "\n\n" + plan
 
     def query_memory_bytes(self) -> int | None:
         """The last query's peak memory as ClickHouse tracked it (``system.query_log``
@@ -387,12 +426,14 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime):
 
     def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """W: the bulk-load day into a fresh database ``w_<fmt>`` with tickbench's schema,
-        through ``INSERT … SELECT FROM file()``; committed (its parts active) on return.
-        ``scratch`` is not used: a second chDB session path cannot be opened in this process."""
+        through ``INSERT … SELECT FROM file()``, one part per day and table as the query store;
+        committed (its parts active) on return. ``scratch`` is not used: a second chDB session
+        path cannot be opened in this process."""
         db, files = f"w_{fmt}", {t: self._day_files(t, fmt) for t in TABLES}
         self._create(db)
         self._durable(db)
         nbytes = sum(self._insert(db, t, fmt, files[t]) for t in TABLES)
+        self._merge_split_days(db)
         return self._figures(db, nbytes)
 
     def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
@@ -417,24 +458,21 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime):
         return self._figures(db, nbytes)
 
     def storage_bytes(self) -> dict[str, int]:
-        """SE: bytes on disk of the active parts of the 30-day period's daily partitions, as
-        the background merges left them; then, labelled apart, after ``OPTIMIZE … FINAL``
-        merged each partition into one part (this rewrites the query store)."""
+        """SE: bytes on disk of the active parts of the 30-day period's daily partitions of the
+        query store, as the load left them (one merged part per partition and table)."""
         month = {"db": DB, "partitions": [d.replace("-", "") for d in self.params.days("month")]}
         disk, parts = self._scalars(PARTS, month)
         merging = self._scalars(MERGES, {"db": DB})[0]
-        for table in TABLES:
-            self._sql(OPTIMIZE, {"db": DB, "table": table})
-        final, final_parts = self._scalars(PARTS, month)
-        return {"parts_bytes_on_disk": disk, "active_parts": parts, "merges_running": merging,
-                "after_optimize_final": final, "active_parts_after_optimize_final": final_parts}
+        return {"parts_bytes_on_disk": disk, "active_parts": parts, "merges_running": merging}
 
     def settings(self) -> dict[str, Any]:
         rows = self._sql(SETTINGS, fmt="ArrowTable").to_pylist()
         out: dict[str, Any] = {str(r["name"]): str(r["value"]) for r in rows}
         out["sort_key"] = "(sym, exchange, ts)"
         out["partition_by"] = "toYYYYMMDD(ts)"
-        out["codecs"] = "ts, trade_id: Delta+ZSTD(1); floats: ZSTD(1); exchange, sym, side: LowCardinality"
+        out["codecs"] = ("ts, trade_id: Delta+LZ4; trades price, amount, book b1price, a1price, levels 1-5 sizes: "
+                         "LZ4; the other book levels: ZSTD(1); exchange, sym, side: LowCardinality")
+        out["projections"] = "book: venues (sym, toDate(ts), exchange, count())"
         return out
 
     # -- ingest -------------------------------------------------------------------------------
@@ -522,6 +560,14 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime):
         self._ingest_open = []
         self._ingest_readers = None
         self.ingest_conn = None
+
+
+PLAN_LINE = 240
+
+
+def clip(line: str) -> str:
+    """A plan line cut to ``PLAN_LINE`` characters, saying how long it was."""
+    return line if len(line) <= PLAN_LINE else f"{line[:PLAN_LINE]} … ({len(line):,} characters)"
 
 
 def file_glob(files: list[Path]) -> str:

@@ -2,32 +2,36 @@
 -- Sorted by (sym, exchange, ts): every query selects one instrument and a time range, so the
 -- sparse primary index skips the other instruments and times; partitioned by UTC day, so a day
 -- query touches one partition and the 30-day period's parts can be measured apart (SE).
+-- Codecs by how often a column is read (README, Tuning): LZ4, ClickHouse's fastest to decode,
+-- on what the scans and lookups read (ts, the trades' numbers, the best prices, the first five
+-- levels' sizes); ZSTD(1), a third smaller here, on the deeper levels, read by O-S alone (one
+-- day) or by none. Delta before either on the sorted ts and trade_id.
 CREATE TABLE {db:Identifier}.trades (
-    ts DateTime64(9, 'UTC') CODEC(Delta, ZSTD(1)),
+    ts DateTime64(9, 'UTC') CODEC(Delta, LZ4),
     exchange LowCardinality(String),
     sym LowCardinality(String),
     side LowCardinality(String),
-    price Float64 CODEC(ZSTD(1)),
-    amount Float64 CODEC(ZSTD(1)),
-    trade_id Int64 CODEC(Delta, ZSTD(1))
+    price Float64 CODEC(LZ4),
+    amount Float64 CODEC(LZ4),
+    trade_id Int64 CODEC(Delta, LZ4)
 )
 ENGINE = MergeTree
 PARTITION BY toYYYYMMDD(ts)
 ORDER BY (sym, exchange, ts);
 CREATE TABLE {db:Identifier}.book (
-    ts DateTime64(9, 'UTC') CODEC(Delta, ZSTD(1)),
+    ts DateTime64(9, 'UTC') CODEC(Delta, LZ4),
     exchange LowCardinality(String),
     sym LowCardinality(String),
-    b1price Float64 CODEC(ZSTD(1)),
-    b1size Float64 CODEC(ZSTD(1)),
+    b1price Float64 CODEC(LZ4),
+    b1size Float64 CODEC(LZ4),
     b2price Float64 CODEC(ZSTD(1)),
-    b2size Float64 CODEC(ZSTD(1)),
+    b2size Float64 CODEC(LZ4),
     b3price Float64 CODEC(ZSTD(1)),
-    b3size Float64 CODEC(ZSTD(1)),
+    b3size Float64 CODEC(LZ4),
     b4price Float64 CODEC(ZSTD(1)),
-    b4size Float64 CODEC(ZSTD(1)),
+    b4size Float64 CODEC(LZ4),
     b5price Float64 CODEC(ZSTD(1)),
-    b5size Float64 CODEC(ZSTD(1)),
+    b5size Float64 CODEC(LZ4),
     b6price Float64 CODEC(ZSTD(1)),
     b6size Float64 CODEC(ZSTD(1)),
     b7price Float64 CODEC(ZSTD(1)),
@@ -58,16 +62,16 @@ CREATE TABLE {db:Identifier}.book (
     b19size Float64 CODEC(ZSTD(1)),
     b20price Float64 CODEC(ZSTD(1)),
     b20size Float64 CODEC(ZSTD(1)),
-    a1price Float64 CODEC(ZSTD(1)),
-    a1size Float64 CODEC(ZSTD(1)),
+    a1price Float64 CODEC(LZ4),
+    a1size Float64 CODEC(LZ4),
     a2price Float64 CODEC(ZSTD(1)),
-    a2size Float64 CODEC(ZSTD(1)),
+    a2size Float64 CODEC(LZ4),
     a3price Float64 CODEC(ZSTD(1)),
-    a3size Float64 CODEC(ZSTD(1)),
+    a3size Float64 CODEC(LZ4),
     a4price Float64 CODEC(ZSTD(1)),
-    a4size Float64 CODEC(ZSTD(1)),
+    a4size Float64 CODEC(LZ4),
     a5price Float64 CODEC(ZSTD(1)),
-    a5size Float64 CODEC(ZSTD(1)),
+    a5size Float64 CODEC(LZ4),
     a6price Float64 CODEC(ZSTD(1)),
     a6size Float64 CODEC(ZSTD(1)),
     a7price Float64 CODEC(ZSTD(1)),
@@ -97,7 +101,10 @@ CREATE TABLE {db:Identifier}.book (
     a19price Float64 CODEC(ZSTD(1)),
     a19size Float64 CODEC(ZSTD(1)),
     a20price Float64 CODEC(ZSTD(1)),
-    a20size Float64 CODEC(ZSTD(1))
+    a20size Float64 CODEC(ZSTD(1)),
+    -- Each instrument's venues per day (a few rows per part): O-NBBO counts S's venues on X
+    -- from it instead of reading the day's exchange column.
+    PROJECTION venues (SELECT sym, toDate(ts), exchange, count() GROUP BY sym, toDate(ts), exchange)
 )
 ENGINE = MergeTree
 PARTITION BY toYYYYMMDD(ts)

@@ -29,6 +29,8 @@ PARAM = re.compile(r"\$([a-z_]+)")
 # The layout the queries rely on: row groups in this order, so zone maps prune by instrument
 # and time. Every store (the query store, W's, SE's) is built in it, inside the clock.
 SORT_KEY = "sym, exchange, ts"
+# Each instrument's venues per day, from the book just written (see schema.sql).
+VENUES = "INSERT INTO venues SELECT DISTINCT CAST(ts AS DATE), sym, exchange FROM book"
 # DuckDB's memory budget, as a share of the machine's RAM (its default is 80 %): a sort larger
 # than the budget spills to temp_directory instead of growing the process (the month's book
 # sort peaked at 20 GB resident at SF 1 with the default).
@@ -172,6 +174,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders):
         days = self.params.load_days()
         for table in TABLES:
             self._insert_parquet(con, table, days)
+        con.execute(VENUES)
         con.execute("CHECKPOINT")
         return _count_rows(con)
 
@@ -216,6 +219,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders):
                     nbytes += sum(f.stat().st_size for f in files)
                     con.execute(f"INSERT INTO {table} SELECT * FROM read_parquet($files) ORDER BY {SORT_KEY}",
                                 {"files": [str(f) for f in files]})
+            con.execute(VENUES)  # the store the queries run on has it
             con.execute("CHECKPOINT")
             rows = _count_rows(con)
         finally:
@@ -251,6 +255,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders):
             con.execute(SCHEMA)
             for table in TABLES:
                 self._insert_parquet(con, table, self.params.days("month"))
+            con.execute(VENUES)
             con.execute("CHECKPOINT")
         finally:
             con.close()

@@ -94,3 +94,10 @@ CREATE TABLE book (
     a20price DOUBLE,
     a20size DOUBLE
 );
+-- Each instrument's venues per day, written with the book at load (O-NBBO's venue list, instead
+-- of a DISTINCT over the day's exchange column, the one read of O-NBBO that grew with the day).
+CREATE TABLE venues (
+    day DATE NOT NULL,
+    sym VARCHAR NOT NULL,
+    exchange VARCHAR NOT NULL
+);

@@ -4,13 +4,14 @@
 -- length. The ten last minutes are one scan (their OR is pushed into the scan's zone-map
 -- filter); the (probe, venue) pairs that find nothing there look further back, each level's
 -- bounds a scalar subquery that DuckDB pushes into its scan as a dynamic filter, so a level with
--- nothing to find reads no row group. The venues come from the data (S's exchanges on X: one
--- DISTINCT over the dictionary-compressed exchange column).
-WITH venues AS MATERIALIZED (
-    SELECT DISTINCT exchange FROM book WHERE sym = $sym AND ts >= $multi_start AND ts < $multi_end
+-- nothing to find reads no row group. The venues of S on X come from table venues, written with
+-- the book at load (X is whole days).
+WITH vs AS MATERIALIZED (
+    SELECT DISTINCT exchange FROM venues
+    WHERE sym = $sym AND day >= CAST($multi_start AS DATE) AND day < CAST($multi_end AS DATE)
 ),
 pv AS MATERIALIZED (
-    SELECT t, exchange FROM (SELECT unnest($nbbo_times) AS t) CROSS JOIN venues
+    SELECT t, exchange FROM (SELECT unnest($nbbo_times) AS t) CROSS JOIN vs
 ),
 m AS (
     SELECT exchange, ts, b1price, a1price FROM book

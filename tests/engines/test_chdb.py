@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.registry import adapter, availability
+from tickbench.engines.registry import adapter, adapter_class, availability, engine_infos
 from tickbench.params import QueryParams
 
 pytestmark = pytest.mark.skipif(not availability("chdb").available, reason="chdb is not installed")
@@ -110,7 +110,7 @@ def test_lookups_behind_empty_windows(tiny: Dataset, tiny_params: QueryParams, t
     cut = gaps.book["ts"].max() - dt.timedelta(hours=12)  # type: ignore[operator]
     gaps.book.filter(pl.col("ts") <= cut).write_parquet(tmp_path / "a.parquet")
     gaps.book.filter(pl.col("ts") > cut).write_parquet(tmp_path / "b.parquet")
-    engine = adapter_class("chdb")(tmp_path / "engine", tiny, gaps.params)
+    engine = adapter_class("chdb")(engine_infos()["chdb"], tmp_path / "engine", tiny, gaps.params)
     engine.start()
     try:
         engine._sql(SCHEMA, {"db": DB})  # type: ignore[attr-defined]

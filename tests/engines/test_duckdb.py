@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.registry import adapter_class
+from tickbench.engines.registry import adapter_class, engine_infos
 from tickbench.params import QueryParams
 
 
@@ -22,7 +22,7 @@ def test_lookups_behind_empty_windows(tiny: Dataset, tiny_params: QueryParams, t
     from tickbench.engines.duckdb.adapter import SCHEMA, SORT_KEY, VENUES
 
     gaps = Gaps.make(tiny, tiny_params)
-    engine = adapter_class("duckdb")(tmp_path, tiny, gaps.params)
+    engine = adapter_class("duckdb")(engine_infos()["duckdb"], tmp_path, tiny, gaps.params)
     engine.start()
     try:
         con = engine._conn()  # type: ignore[attr-defined]

@@ -79,6 +79,9 @@ def register_store(ctx: SessionContext, store: Path) -> None:
     """Both tables of ``store`` as listing tables with their sort order declared (``day`` is the
     Hive partition column of the directories)."""
     for table in TABLES:
+        # A table without a file in range (a book-only capture's trades) is an empty directory:
+        # the listing table then has no files, and its queries answer nothing.
+        (store / table).mkdir(parents=True, exist_ok=True)
         ctx.register_listing_table(table, f"{store / table}/", table_partition_cols=[("day", pa.string())],
                                    file_extension=".parquet", schema=SCHEMAS[table], file_sort_order=[sort_exprs()])
 
@@ -209,7 +212,8 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders):
                 # The CSV read with the table's own column types (no inference).
                 source = ctx.read_csv(str(path), schema=SCHEMAS[table], has_header=True)
             else:
-                files = self.dataset.files(table, [day])
+                # an empty Parquet file of the schema when the day has none of the table's rows
+                files = self.dataset.input_files(table, [day], scratch)
                 nbytes += sum(f.stat().st_size for f in files)
                 source = self._source(ctx, files)
             write_day(ctx, source, day_dir(store, table, day))
@@ -233,7 +237,7 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders):
                 nbytes += path.stat().st_size
                 source = ctx.read_csv(str(path))
             else:
-                files = self.dataset.files(table, [self.dataset.bulk_day])
+                files = self.dataset.input_files(table, [self.dataset.bulk_day], scratch)
                 nbytes += sum(f.stat().st_size for f in files)
                 source = self._source(ctx, files)
             source.write_parquet(str(target))

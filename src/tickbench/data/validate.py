@@ -30,7 +30,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tickbench.data.dataset import DatasetError, Manifest, combine_hashes
+from tickbench.data.dataset import MARKET, DatasetError, Manifest, _joined_utf8, combine_hashes
 from tickbench.data.schema import LEVELS, SCHEMAS
 
 NS_PER_DAY = 86_400 * 1_000_000_000
@@ -68,7 +68,7 @@ def hash_parquet(path: Path, schema: pa.Schema) -> str:
             if len(chunk) == 0:
                 continue
             if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
-                h.update(("" if first else "\x00").encode() + "\x00".join(chunk.to_pylist()).encode())
+                h.update(("" if first else "\x00").encode() + _joined_utf8(chunk))
             elif pa.types.is_timestamp(f.type):
                 h.update(np.ascontiguousarray(chunk.cast(pa.int64()).to_numpy(), "<i8").tobytes())
             else:
@@ -226,6 +226,7 @@ class ValidationReport:
     counts: Counter[str] = field(default_factory=Counter)
     samples: list[Violation] = field(default_factory=list)
     max_samples: int = DEFAULT_SAMPLES
+    spec: str = "SPEC §1"  # the invariants checked: SPEC §1 (paper dataset) or §1.3 (market dataset)
 
     @property
     def ok(self) -> bool:
@@ -298,14 +299,19 @@ def _duplicate_ids(
 
 
 def validate(directory: Path, max_samples: int = DEFAULT_SAMPLES) -> ValidationReport:
-    """Check every partition of the dataset in ``directory`` against SPEC §1's invariants and
-    its manifest's hashes. Raises :class:`DatasetError` when the directory cannot be read as a
+    """Check every partition of the dataset in ``directory`` against SPEC §1's invariants (a
+    market dataset's against SPEC §1.3's: :mod:`tickbench.data.market_validate`) and its
+    manifest's hashes. Raises :class:`DatasetError` when the directory cannot be read as a
     dataset (no manifest, a missing or unreadable file); bad rows are reported, not raised."""
     directory = Path(directory)
     if not directory.is_dir():
         raise DatasetError(f"{directory}: no such directory")
     manifest = Manifest.read(directory)
     report = ValidationReport(str(directory), max_samples=max_samples)
+    if manifest.kind == MARKET:
+        from tickbench.data.market_validate import validate_market  # it builds on this module
+
+        return validate_market(directory, manifest, report)
     streams: dict[tuple[str, str], list[tuple[dict[str, Any], np.ndarray]]] = {}
     hashes: dict[str, str] = {}
     for entry in sorted(manifest.partitions, key=lambda e: (e["table"], e["exchange"], e["sym"], e["day"])):

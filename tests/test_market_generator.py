@@ -294,8 +294,12 @@ def test_cli_options(tmp_path: Path, market_tiny: Dataset) -> None:
     assert code == 2 and "holds a different dataset (market" in out and "universe 100" in out
 
 
-def test_paper_suites_refuse_a_market_dataset(market_tiny: Dataset) -> None:
+def test_paper_suites_refuse_a_market_dataset(market_tiny: Dataset, tmp_path: Path) -> None:
     from tickbench.params import query_params
 
     with pytest.raises(DatasetError, match=r"market dataset.*paper dataset"):
         query_params(market_tiny.params, SEED)
+    res = runner.invoke(app, ["run", "--engines", "duckdb", "--data", str(market_tiny.root), "--out",
+                              str(tmp_path / "r")])
+    assert res.exit_code == 2 and "this is a market dataset" in res.output
+    assert not (tmp_path / "r").exists()

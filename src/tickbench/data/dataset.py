@@ -69,7 +69,7 @@ class DatasetError(Exception):
     """A dataset directory is missing, incomplete, or not the dataset asked for."""
 
 
-def _joined_utf8(strings: pa.Array) -> bytes:
+def joined_utf8(strings: pa.Array) -> bytes:
     """``"\\x00".join(strings.to_pylist()).encode()`` without a Python object per value."""
     if strings.null_count:
         raise ValueError("a string column with nulls has no canonical hash")
@@ -92,7 +92,7 @@ def hash_table(table: pa.Table) -> str:
         h.update(name.encode() + b"\x00")
         chunk = col.combine_chunks()
         if pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type):
-            h.update(_joined_utf8(chunk))
+            h.update(joined_utf8(chunk))
         elif pa.types.is_timestamp(chunk.type):
             h.update(np.ascontiguousarray(chunk.view(pa.int64()).to_numpy(), "<i8").data)
         else:

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from tickbench.data import market_calendar as mc
 from tickbench.data.dataset import INSTRUMENTS_PATH, DatasetError, Manifest, combine_hashes
 from tickbench.data.schema import MARKET_SCHEMAS
-from tickbench.data.validate import (
+from tickbench.data.violations import (
     AMOUNT_NOT_POSITIVE,
     BACKWARDS,
     BAD_SIDE,

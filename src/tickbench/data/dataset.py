@@ -381,7 +381,7 @@ def generate(
             version = MARKET_GENERATOR_VERSION if dataset == MARKET else GENERATOR_VERSION
             if (existing.kind, existing.scale, existing.seed, existing.symbols, existing.universe) == (
                 dataset, scale, seed, symbols, universe
-            ) and existing.generator_version == version and existing.source == "generated":
+            ) and existing.generator_version == version:
                 verify_files(out, existing)
                 return existing
             what = (f"universe {existing.universe}" if existing.kind == MARKET else f"symbols {existing.symbols}")

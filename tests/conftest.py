@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from tickbench.data.dataset import Dataset, generate
+from tickbench.market_params import MarketParams, market_params
 from tickbench.params import QueryParams, query_params
 
 TINY_SCALE = 0.01
@@ -60,6 +61,31 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny(tiny_dir: Path) -> Dataset:
     return Dataset.open(tiny_dir)
+
+
+# The tiny market dataset (SPEC §1.3): 100 instruments at scale 0.01, seed 7; its content hash
+# changes only when the market generator changes (then bump MARKET_GENERATOR_VERSION, note it in
+# CHANGELOG.md and update this pin).
+MARKET_TINY = {"scale": 0.01, "seed": 7, "universe": 100}
+MARKET_TINY_HASH = "dc30df71adecab8356b4fbfb5fc52cd9"
+
+
+@pytest.fixture(scope="session")
+def market_tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("market-tiny") / "data"
+    generate(out, MARKET_TINY["scale"], int(MARKET_TINY["seed"]), jobs=2, dataset="market",
+             universe=int(MARKET_TINY["universe"]))
+    return out
+
+
+@pytest.fixture(scope="session")
+def market_tiny(market_tiny_dir: Path) -> Dataset:
+    return Dataset.open(market_tiny_dir)
+
+
+@pytest.fixture(scope="session")
+def market_tiny_params(market_tiny: Dataset) -> MarketParams:
+    return market_params(market_tiny, int(MARKET_TINY["seed"]))
 
 
 @pytest.fixture(scope="session")

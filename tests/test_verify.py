@@ -56,3 +56,36 @@ def test_wrong_timestamp_fails() -> None:
     ref = _ref()
     shifted = ref.with_columns(pl.col("bucket").dt.offset_by("1m"))
     assert not compare(shifted, ref).ok
+
+
+def _with_nulls() -> pl.DataFrame:
+    return pl.DataFrame({"sym": ["A", "B", None], "n": [3, None, 1], "sd": [0.5, None, 2.0],
+                         "day": [dt.date(2024, 1, 2), dt.date(2024, 1, 3), None]},
+                        schema={"sym": pl.String, "n": pl.Int64, "sd": pl.Float64, "day": pl.Date})
+
+
+def test_nulls_verify_only_against_nulls() -> None:
+    ref = _with_nulls()
+    assert compare(ref, ref).ok
+    for col, value in (("sym", "B"), ("n", 0), ("sd", 0.0), ("day", dt.date(2024, 1, 4))):
+        filled = ref.with_columns(pl.col(col).fill_null(value))
+        v = compare(filled, ref)
+        assert not v.ok and f"column {col}" in v.reason and "nulls" in v.reason, col
+        v = compare(ref, filled)  # a null where the reference has a value
+        assert not v.ok and "nulls" in v.reason, col
+
+
+def test_nan_is_not_a_null() -> None:
+    ref = _with_nulls()
+    nan = ref.with_columns(pl.col("sd").fill_null(float("nan")))
+    assert not compare(nan, ref).ok
+    assert not compare(ref, nan).ok
+
+
+def test_normalize_counts_of_any_integer_width_and_dates_as_midnights() -> None:
+    ref = _with_nulls()
+    other = ref.with_columns(pl.col("n").cast(pl.UInt32),
+                             pl.col("day").cast(pl.Datetime("us")))  # naive midnight = UTC
+    assert compare(normalize(other, ref), ref).ok
+    not_midnight = ref.with_columns(pl.col("day").cast(pl.Datetime("us")).dt.offset_by("1h"))
+    assert not compare(normalize(not_midnight, ref), ref).ok

@@ -21,7 +21,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.status import Status
 from rich.table import Table
 
-from tickbench.data.dataset import DatasetError, check_scale, check_seed, generate
+from tickbench.data.dataset import MARKET, PAPER, DatasetError, check_dataset, check_scale, check_seed, generate
+from tickbench.data.market_calendar import DEFAULT_UNIVERSE
 from tickbench.engines.base import Engine, EngineUnavailable, kind_of
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.report import compare, html, markdown
@@ -103,20 +104,29 @@ def progress_bar(label: str) -> Iterator[Progress | LineProgress]:
         yield bar
 
 
-def default_data_dir(scale: float, seed: int, symbols: int) -> Path:
+def default_data_dir(scale: float, seed: int, symbols: int, dataset: str = PAPER, universe: int | None = None) -> Path:
+    if dataset == MARKET:
+        return Path("data") / f"market-sf{scale:g}-u{universe or DEFAULT_UNIVERSE}-seed{seed}"
     return Path("data") / (f"sf{scale:g}-seed{seed}" + (f"-sym{symbols}" if symbols else ""))
 
 
-def _generate(out: Path, scale: float, seed: int, symbols: int, jobs: int, cluster: str | None = None) -> str:
+def _generate(out: Path, scale: float, seed: int, symbols: int, jobs: int, cluster: str | None = None,
+              dataset: str = PAPER, universe: int | None = None) -> str:
     with progress_bar("generate") as bar:
         task = bar.add_task(f"generating {out}", total=None)
 
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        manifest = generate(out, scale, seed, symbols, jobs, progress, cluster=cluster)
-    rows = sum(p["rows"] for p in manifest.partitions)
-    console.print(f"dataset {out}: {rows:,} rows, scale {scale:g}, seed {seed}")
+        manifest = generate(out, scale, seed, symbols, jobs, progress, cluster=cluster, dataset=dataset,
+                            universe=universe)
+    if manifest.kind == MARKET:
+        rows = {t: sum(p["rows"] for p in manifest.partitions if p["table"] == t) for t in ("quotes", "trades")}
+        console.print(f"dataset {out}: market, {manifest.universe:,} instruments, {rows['quotes']:,} quotes, "
+                      f"{rows['trades']:,} trades, scale {scale:g}, seed {seed}")
+    else:
+        rows_all = sum(p["rows"] for p in manifest.partitions)
+        console.print(f"dataset {out}: {rows_all:,} rows, scale {scale:g}, seed {seed}")
     return manifest.content_hash
 
 
@@ -125,17 +135,23 @@ def generate_cmd(
     out: Annotated[Path | None, typer.Option(help="dataset directory (default data/sf<scale>-seed<seed>)")] = None,
     scale: Annotated[float, typer.Option(help="scale factor SF (1 = the published row counts)")] = DEFAULT_SCALE,
     seed: Annotated[int, typer.Option(help="random seed")] = DEFAULT_SEED,
-    symbols: Annotated[int, typer.Option(help="extra synthetic instruments (Zipf activity)")] = 0,
+    symbols: Annotated[int, typer.Option(help="paper dataset: extra synthetic instruments (Zipf activity)")] = 0,
     jobs: Annotated[int, typer.Option(help="worker processes")] = 1,
     cluster: Annotated[str | None, typer.Option(
         help="run the partitions on a Dask cluster: its scheduler (tcp://HOST:8786) or local:N worker "
              "processes; --out must be on a filesystem every worker sees")] = None,
+    dataset: Annotated[str, typer.Option(
+        help="paper: the reference paper's three instruments (SPEC §1.1); market: many instruments "
+             "quoted on eight venues over 20 trading days (SPEC §1.3)")] = PAPER,
+    universe: Annotated[int | None, typer.Option(
+        help=f"market dataset: how many instruments (default {DEFAULT_UNIVERSE:,})")] = None,
 ) -> None:
     """Write the Parquet dataset (and the bulk-load day as CSV) and print its content hash."""
     try:
         check_scale(scale)
-        out = out or default_data_dir(scale, seed, symbols)
-        content_hash = _generate(out, scale, seed, symbols, jobs, cluster)
+        check_dataset(dataset, symbols, universe)
+        out = out or default_data_dir(scale, seed, symbols, dataset, universe)
+        content_hash = _generate(out, scale, seed, symbols, jobs, cluster, dataset, universe)
     except DatasetError as exc:
         raise fail(str(exc)) from None
     print(content_hash)
@@ -351,7 +367,8 @@ def validate_cmd(
     directory: Annotated[Path, typer.Argument(help="a dataset directory (generated or imported)")],
     show: Annotated[int, typer.Option(help="how many violations to list")] = 20,
 ) -> None:
-    """Check a dataset against SPEC §1's invariants; exit 1 when a row breaks one, 2 when unreadable."""
+    """Check a dataset against SPEC §1's invariants (§1.3's for a market dataset); exit 1 when a row
+    breaks one, 2 when unreadable."""
     from tickbench.data.validate import validate
 
     try:
@@ -361,7 +378,7 @@ def validate_cmd(
         raise fail(str(exc)) from None
     console.print(f"{directory}: {report.files} partition files, {report.rows:,} rows checked")
     if report.ok:
-        console.print("[green]valid:[/green] every invariant of SPEC §1 holds")
+        console.print(f"[green]valid:[/green] every invariant of {report.spec} holds")
         return
     table = Table(title="violations")
     table.add_column("reason")

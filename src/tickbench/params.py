@@ -9,6 +9,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from tickbench.data.dataset import DatasetError
 from tickbench.rng import stream
 
 NS_PER_US = 1_000
@@ -88,6 +89,10 @@ def probe_times(seed: int, name: str, start_ns: int, end_ns: int) -> tuple[int, 
 def query_params(dataset_params: dict[str, Any], seed: int) -> QueryParams:
     """The run's parameters: the dataset's days and symbol, random times from ``seed``."""
     p = dataset_params
+    if "day" not in p and "D" in p:
+        raise DatasetError("this is a market dataset (tickbench generate --dataset market); the published "
+                           "suite and the suites beyond it run on the paper dataset (--dataset paper); the "
+                           "market suite's parameters are tickbench.market_params")
     month = (p["month"][0], p["month"][1])
     return QueryParams(
         day=p["day"],

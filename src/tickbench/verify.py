@@ -2,7 +2,8 @@
 
 Same column names in the same order, same number of rows in the same order, equal keys and
 timestamps, floats within a relative 1e-6 (with an absolute floor of 1e-12 for values that are
-zero up to rounding, such as a return between two equal prices).
+zero up to rounding, such as a return between two equal prices). A null verifies only against a
+null, in any column (a NaN is not a null).
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ def normalize(answer: pl.DataFrame, like: pl.DataFrame) -> pl.DataFrame:
     """Cast the engine's columns to the reference's types where the values allow it.
 
     Engines return timestamps in their own unit and zone (naive ones are UTC by tickbench's
-    convention), dates for day buckets, decimals or integers for sums: these are
-    representations, not differences, so they are unified before comparing. An answer with no
-    rows (nothing to read: a book-only capture's trades) takes the reference's types: an engine
-    that builds columns from the values it receives (InfluxDB's JSON) has none to go by.
+    convention), dates for day buckets, midnight timestamps for dates, decimals or integers for
+    sums, counts of any integer width: these are representations, not differences, so they are
+    unified before comparing. Nulls are left as they are: they verify only against nulls. An
+    answer with no rows (nothing to read: a book-only capture's trades) takes the reference's
+    types: an engine that builds columns from the values it receives (InfluxDB's JSON) has none
+    to go by.
     """
     casts = []
     for name, col in zip(answer.columns, answer.get_columns(), strict=True):
@@ -50,6 +53,12 @@ def normalize(answer: pl.DataFrame, like: pl.DataFrame) -> pl.DataFrame:
                 col = col.cast(pl.Datetime("ns")).dt.replace_time_zone("UTC")
         elif target == pl.Float64 and col.dtype.is_numeric():
             col = col.cast(pl.Float64)
+        elif target == pl.Int64 and col.dtype.is_integer():
+            col = col.cast(pl.Int64, strict=False)  # a count as UInt64 or Int32; out of range becomes null: differs
+        elif target == pl.Date and isinstance(col.dtype, pl.Datetime):
+            utc = col.dt.replace_time_zone("UTC") if col.dtype.time_zone is None else col.dt.convert_time_zone("UTC")
+            if (utc.dt.truncate("1d") == utc).all():  # midnight: a date as a timestamp; anything else differs
+                col = utc.dt.date()
         elif target == pl.String and col.dtype in (pl.Categorical, pl.Enum):
             col = col.cast(pl.String)
         casts.append(col)

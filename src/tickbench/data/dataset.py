@@ -1,6 +1,6 @@
 """A dataset on disk: its layout, manifest, content hash, and the readers built on them.
 
-Layout of a dataset directory::
+Layout of a paper dataset directory (``--dataset paper``)::
 
     manifest.json
     trades/<day>/<E>__<S>.parquet   (zstd, rows in time order)
@@ -13,6 +13,14 @@ Layout of a dataset directory::
 data, and data is hostile: no name ever becomes a path as it is, every path a manifest names
 is checked to stay inside the dataset (:func:`inside`), and the real names are kept in the
 manifest's partition entries (``exchange``, ``sym``), which are what readers go by.
+
+Layout of a market dataset (``--dataset market``, SPEC §1.3; the manifest's ``kind`` says which)::
+
+    manifest.json
+    instruments.parquet                      (one row per instrument, by rank)
+    quotes/<day>/block-<b>.parquet           (zstd; ranks (4**(b-1), 4**b]; rows by sym, then
+    trades/<day>/block-<b>.parquet            ts, exchange, seq / trade_id)
+    csv/quotes_<D>.csv, csv/trades_<D>.csv   (day D, every instrument, by ts, sym, exchange, seq)
 
 The content hash is computed from the rows, not from the Parquet bytes, so it does not depend
 on the Parquet writer's version: per partition, a BLAKE2b over each column's values in a
@@ -48,22 +56,28 @@ import pyarrow.parquet as pq
 
 from tickbench import __version__
 from tickbench.data import calendar as cal
+from tickbench.data import market_calendar as mc
 from tickbench.data.cluster import ClusterError, check_address, cluster_map
 from tickbench.data.derive import derive_params
 from tickbench.data.generator import generate_partition
-from tickbench.data.schema import SCHEMAS, TABLES
+from tickbench.data.market import generate_block
+from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES, SCHEMAS, TABLES
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
 GENERATOR_VERSION = "1"  # bump when the generator's output changes (see CHANGELOG.md)
+MARKET_GENERATOR_VERSION = "1"  # the same, for the market dataset's generator
 MAX_SCALE = 100.0
+PAPER, MARKET = "paper", "market"
+KINDS = (PAPER, MARKET)
+MARKET_ROW_GROUP = 131_072  # rows per Parquet row group of a market part file (sym-ordered: readers skip groups)
 
 
 class DatasetError(Exception):
     """A dataset directory is missing, incomplete, or not the dataset asked for."""
 
 
-def _joined_utf8(strings: pa.Array) -> bytes:
+def joined_utf8(strings: pa.Array) -> bytes:
     """``"\\x00".join(strings.to_pylist()).encode()`` without a Python object per value."""
     if strings.null_count:
         raise ValueError("a string column with nulls has no canonical hash")
@@ -86,7 +100,7 @@ def hash_table(table: pa.Table) -> str:
         h.update(name.encode() + b"\x00")
         chunk = col.combine_chunks()
         if pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type):
-            h.update(_joined_utf8(chunk))
+            h.update(joined_utf8(chunk))
         elif pa.types.is_timestamp(chunk.type):
             h.update(np.ascontiguousarray(chunk.view(pa.int64()).to_numpy(), "<i8").data)
         else:
@@ -320,9 +334,16 @@ class Manifest:
     generator_version: str = GENERATOR_VERSION
     tickbench_version: str = __version__
     extra: dict[str, Any] = field(default_factory=dict)
+    kind: str = PAPER  # "paper" (SPEC §1) or "market" (SPEC §1.3)
+    universe: int | None = None  # market: how many instruments
+    calendar: dict[str, Any] | None = None  # market: trading days, session, venues
 
     def to_json(self) -> str:
-        return json.dumps(self.__dict__, indent=1, sort_keys=True)
+        fields = dict(self.__dict__)
+        if self.kind == PAPER:  # a paper manifest keeps the form it always had
+            for key in ("kind", "universe", "calendar"):
+                fields.pop(key)
+        return json.dumps(fields, indent=1, sort_keys=True)
 
     @classmethod
     def read(cls, directory: Path) -> Manifest:
@@ -341,6 +362,8 @@ class Manifest:
                     f"{path}: dataset format {shown(raw.get('format_version'))} is not "
                     f"{FORMAT_VERSION}; regenerate it with this tickbench"
                 )
+            if raw.get("kind", PAPER) not in KINDS:
+                raise DatasetError(f"{path}: dataset kind {shown(raw.get('kind'))} is not one of {', '.join(KINDS)}")
             manifest = cls(**raw)
         except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
             raise DatasetError(f"{path}: unreadable manifest ({exc}); regenerate the dataset") from exc
@@ -402,7 +425,7 @@ def expected_params(m: Manifest) -> dict[str, Any]:
     """The benchmark parameters a dataset's data determine: the calendar's (SPEC §2) for a
     generated dataset, those derived from the partitions for an imported one."""
     if m.source == "generated":
-        return default_params()
+        return dict(mc.default_params()) if m.kind == MARKET else default_params()
     if isinstance(m.source, str) and m.source.startswith("import:"):
         if not m.partitions:
             raise DatasetError("an imported dataset without partitions; re-import it")
@@ -459,6 +482,20 @@ def _gen_task(args: tuple[int, cal.Partition, int, str]) -> dict[str, Any]:
 ProgressFn = Callable[[int, int], None]
 
 
+def check_dataset(dataset: str, symbols: int, universe: int | None) -> None:
+    """Refuse an unknown dataset kind and options that do not belong to it."""
+    if dataset not in KINDS:
+        raise DatasetError(f"--dataset {dataset}: must be one of {', '.join(KINDS)}")
+    if dataset == PAPER and universe is not None:
+        raise DatasetError("--universe applies to --dataset market; the paper dataset's extra instruments "
+                           "are --symbols N")
+    if dataset == MARKET:
+        if symbols:
+            raise DatasetError("--symbols applies to --dataset paper; the market dataset's size is --universe N")
+        if universe is not None and not mc.MIN_UNIVERSE <= universe <= mc.MAX_UNIVERSE:
+            raise DatasetError(f"--universe {universe}: must be in [{mc.MIN_UNIVERSE}, {mc.MAX_UNIVERSE:,}]")
+
+
 def generate(
     out: Path,
     scale: float,
@@ -467,12 +504,16 @@ def generate(
     jobs: int = 1,
     progress: ProgressFn | None = None,
     cluster: str | None = None,
+    dataset: str = PAPER,
+    universe: int | None = None,
 ) -> Manifest:
     """Generate the dataset into ``out`` and return its manifest.
 
-    The partitions run in ``jobs`` local worker processes, or, with ``cluster`` (a Dask
-    scheduler address, or ``local:N``), as tasks on a Dask cluster whose workers all see
-    ``out``'s parent directory (see :mod:`tickbench.data.cluster`); the content hash is the same.
+    ``dataset`` is ``"paper"`` (SPEC §1.1, with ``symbols`` extra instruments) or ``"market"``
+    (SPEC §1.3, ``universe`` instruments, default 1,000). The partitions run in ``jobs`` local
+    worker processes, or, with ``cluster`` (a Dask scheduler address, or ``local:N``), as tasks
+    on a Dask cluster whose workers all see ``out``'s parent directory (see
+    :mod:`tickbench.data.cluster`); the files and the content hash are the same.
 
     The files are written into a staging directory beside ``out`` and moved into place only
     when every partition and the manifest are complete: an interrupted or failed run leaves
@@ -481,6 +522,9 @@ def generate(
     """
     check_scale(scale)
     check_seed(seed)
+    check_dataset(dataset, symbols, universe)
+    if dataset == MARKET and universe is None:
+        universe = mc.DEFAULT_UNIVERSE
     if symbols < 0 or symbols > 10_000:
         raise DatasetError(f"--symbols {symbols}: must be in [0, 10000]")
     if jobs < 1:
@@ -499,15 +543,16 @@ def generate(
             raise DatasetError(f"--out {out}: exists and is not a directory")
         if (out / MANIFEST).exists():
             existing = Manifest.read(out)
-            if (existing.scale, existing.seed, existing.symbols) == (scale, seed, symbols) and (
-                existing.generator_version == GENERATOR_VERSION
-            ):
+            version = MARKET_GENERATOR_VERSION if dataset == MARKET else GENERATOR_VERSION
+            if (existing.kind, existing.scale, existing.seed, existing.symbols, existing.universe) == (
+                dataset, scale, seed, symbols, universe
+            ) and existing.generator_version == version:
                 verify_files(out, existing)
                 return existing
+            what = (f"universe {existing.universe}" if existing.kind == MARKET else f"symbols {existing.symbols}")
             raise DatasetError(
-                f"--out {out}: holds a different dataset (scale {existing.scale}, seed "
-                f"{existing.seed}, symbols {existing.symbols}); choose another directory or "
-                "remove it"
+                f"--out {out}: holds a different dataset ({existing.kind}, scale {existing.scale}, seed "
+                f"{existing.seed}, {what}); choose another directory or remove it"
             )
         if any(out.iterdir()):
             raise DatasetError(f"--out {out}: not empty and not a tickbench dataset; choose an "
@@ -517,7 +562,11 @@ def generate(
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     claim_stage(stage)
     try:
-        manifest = _generate_into(stage, scale, seed, symbols, jobs, progress, cluster)
+        if dataset == MARKET:
+            assert universe is not None
+            manifest = _generate_market_into(stage, scale, seed, universe, jobs, progress, cluster)
+        else:
+            manifest = _generate_into(stage, scale, seed, symbols, jobs, progress, cluster)
         (stage / STAGE_OWNER).unlink()  # not part of the dataset
         if out.exists():
             out.rmdir()
@@ -584,25 +633,105 @@ def _generate_into(
 ) -> Manifest:
     parts = sorted(cal.partitions(scale, symbols), key=lambda p: -(p.trades + p.book))
     tasks = [(seed, p, symbols, str(stage)) for p in parts]
-    total = len(tasks) + 2
+    csv_tasks = [(str(stage), table, _bulk_rels(parts, table), csv_path(table)) for table in TABLES]
+    rows, csv_info = _run_tasks(
+        stage, _gen_task, tasks, lambda t: t[1].day == cal.BULK_DAY, csv_tasks, GENERATOR_VERSION,
+        jobs, progress, cluster)
+    manifest = Manifest(
+        scale=scale, seed=seed, symbols=symbols,
+        content_hash=combine_hashes({r["path"]: r["hash"] for r in rows}),
+        partitions=rows, csv=csv_info, params=default_params(),
+    )
+    (stage / MANIFEST).write_text(manifest.to_json())
+    return manifest
+
+
+def _market_task(args: tuple[int, mc.Block, int, float, str]) -> dict[str, Any]:
+    """Generate one block (a day's part file per table) of the market dataset into the staging
+    directory ``out`` (a worker process, or a cluster worker that sees ``out``)."""
+    seed, block, universe, scale, out = args
+    if not Path(out).is_dir():
+        raise DatasetError(f"worker {socket.gethostname()}: cannot see the output directory {out}; "
+                           "with --cluster, --out must be on a filesystem every worker mounts at the same path")
+    data = generate_block(seed, block, universe, scale)
+    syms = [mc.sym_of(block.first_rank, universe), mc.sym_of(block.last_rank, universe)]
+    rows = []
+    for table in MARKET_TABLES:
+        t = getattr(data, table)
+        rel = block.path(table)
+        dest = Path(out) / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(t, dest, compression="zstd", use_dictionary=["exchange", "sym", "side"],
+                       row_group_size=MARKET_ROW_GROUP)
+        rows.append({
+            "table": table, "day": block.day.isoformat(), "block": block.index,
+            "ranks": [block.first_rank, block.last_rank], "syms": syms, "path": rel, "rows": t.num_rows,
+            "bytes": dest.stat().st_size, "csv_bytes": csv_size(t), "hash": hash_table(t),
+        })
+    return {"rows": rows, "generator_version": MARKET_GENERATOR_VERSION, "tickbench_version": __version__}
+
+
+INSTRUMENTS_PATH = "instruments.parquet"
+
+
+def _generate_market_into(
+    stage: Path, scale: float, seed: int, universe: int, jobs: int, progress: ProgressFn | None,
+    cluster: str | None = None,
+) -> Manifest:
+    inst = mc.instruments_table(mc.universe_instruments(seed, universe))
+    pq.write_table(inst, stage / INSTRUMENTS_PATH, compression="zstd")
+    inst_row = {"table": "instruments", "day": None, "path": INSTRUMENTS_PATH, "rows": inst.num_rows,
+                "bytes": (stage / INSTRUMENTS_PATH).stat().st_size, "csv_bytes": csv_size(inst),
+                "hash": hash_table(inst)}
+    blocks = sorted(mc.blocks(universe), key=lambda b: -b.expected_rows(scale))
+    tasks = [(seed, b, universe, scale, str(stage)) for b in blocks]
+    d = mc.d_day()
+    csv_tasks = [(str(stage), table, [b.path(table) for b in sorted(blocks, key=lambda b: b.index) if b.day == d],
+                  csv_path(table, d)) for table in MARKET_TABLES]
+    rows, csv_info = _run_tasks(
+        stage, _market_task, tasks, lambda t: t[1].day == d, csv_tasks, MARKET_GENERATOR_VERSION,
+        jobs, progress, cluster)
+    rows = [inst_row, *rows]
+    manifest = Manifest(
+        scale=scale, seed=seed, symbols=0,
+        content_hash=combine_hashes({r["path"]: r["hash"] for r in rows}),
+        partitions=rows, csv=csv_info, params=mc.default_params(),
+        generator_version=MARKET_GENERATOR_VERSION, kind=MARKET, universe=universe, calendar=mc.calendar_dict(),
+    )
+    (stage / MANIFEST).write_text(manifest.to_json())
+    return manifest
+
+
+def _run_tasks(
+    stage: Path, task_fn: Callable[[Any], dict[str, Any]], tasks: list[Any], feeds_csv: Callable[[Any], bool],
+    csv_tasks: list[tuple[str, str, list[str], str]], version: str, jobs: int, progress: ProgressFn | None,
+    cluster: str | None,
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Run the generation ``tasks`` (each writes its files into ``stage`` and returns their
+    manifest rows) and the CSV tasks, in ``jobs`` processes or on ``cluster``; returns the
+    partition rows, sorted by path, and the CSV entries.
+
+    With a pool, the tasks that ``feeds_csv`` (the CSV day's) go first, and the CSVs are written by
+    the pool as soon as they are done, while the other tasks are still running (not at the end,
+    on one core). At most ``jobs`` tasks are queued, so the CSVs run next."""
+    total = len(tasks) + len(csv_tasks)
     rows: list[dict[str, Any]] = []
     done = 0
 
     def collect(results: Iterable[dict[str, Any]]) -> None:
         nonlocal done
         for res in results:
-            if res["generator_version"] != GENERATOR_VERSION:
+            if res["generator_version"] != version:
                 raise DatasetError(
                     f"--cluster {cluster} has a worker that runs tickbench {res['tickbench_version']} (generator "
                     f"{res['generator_version']}), this machine {__version__} (generator "
-                    f"{GENERATOR_VERSION}); install the same tickbench on every worker")
+                    f"{version}); install the same tickbench on every worker")
             rows.extend(res["rows"])
             done += 1
             if progress:
                 progress(done, total)
 
     csv_info: dict[str, dict[str, Any]] = {}
-    csv_tasks = [(str(stage), table, _bulk_rels(parts, table)) for table in TABLES]
 
     def csv_done(res: tuple[str, dict[str, Any]]) -> None:
         nonlocal done
@@ -614,47 +743,40 @@ def _generate_into(
     if cluster is not None:
         try:
             with cluster_map(cluster) as cmap:
-                collect(cmap(_gen_task, tasks))
+                collect(cmap(task_fn, tasks))
         except ClusterError as exc:
             raise DatasetError(str(exc)) from None
         # Every file a worker wrote must be here, on this machine's view of the shared path.
-        verify_files(stage, Manifest(scale, seed, symbols, "", rows, {}, {}))
+        verify_files(stage, Manifest(0.0, 0, 0, "", rows, {}, {}))
     elif jobs == 1:
-        collect(map(_gen_task, tasks))
+        collect(map(task_fn, tasks))
     else:
-        # The bulk-load day's partitions go first; its two CSVs are written by the pool as soon
-        # as they are done, while the other partitions are still generating (not at the end,
-        # on one core). At most ``jobs`` tasks are queued, so the CSVs run next.
-        queue = deque(sorted(tasks, key=lambda t: t[1].day != cal.BULK_DAY))
-        bulk_left = sum(t[1].day == cal.BULK_DAY for t in tasks)
+        queue = deque(sorted(tasks, key=lambda t: not feeds_csv(t)))
+        csv_left = sum(map(feeds_csv, tasks))
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            running: set[Future[Any]] = set()
+            running: dict[Future[Any], Any] = {}
             csv_futures: set[Future[Any]] = set()
             while queue or running:
                 while queue and len(running) < jobs:
-                    running.add(pool.submit(_gen_task, queue.popleft()))
-                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                    task = queue.popleft()
+                    running[pool.submit(task_fn, task)] = task
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
+                    task = running.pop(fut)
                     res = fut.result()
                     if fut in csv_futures:
                         csv_done(res)
                         continue
                     collect([res])
-                    bulk_left -= any(r["day"] == cal.BULK_DAY.isoformat() for r in res["rows"])
-                    if bulk_left == 0 and not csv_futures:
+                    csv_left -= feeds_csv(task)
+                    if csv_left == 0 and not csv_futures:
                         csv_futures = {pool.submit(_bulk_csv_task, c) for c in csv_tasks}
-                        running |= csv_futures
+                        running.update((f, None) for f in csv_futures)
     rows.sort(key=lambda r: r["path"])
     for c in csv_tasks:
         if c[1] not in csv_info:
             csv_done(_bulk_csv_task(c))
-    manifest = Manifest(
-        scale=scale, seed=seed, symbols=symbols,
-        content_hash=combine_hashes({r["path"]: r["hash"] for r in rows}),
-        partitions=rows, csv=csv_info, params=default_params(),
-    )
-    (stage / MANIFEST).write_text(manifest.to_json())
-    return manifest
+    return rows, csv_info
 
 
 def _ts_text(ns: np.ndarray) -> pa.Array:
@@ -679,15 +801,15 @@ def _ts_text(ns: np.ndarray) -> pa.Array:
     return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text))
 
 
-def _bulk_csv_task(args: tuple[str, str, list[str]]) -> tuple[str, dict[str, Any]]:
-    """The bulk-load day of one table as one CSV in time order, for the W benchmark: the
-    partitions ``rels`` (in path order, which breaks ties in time) merged by ``ts``."""
-    stage, table, rels = args
-    data = pa.concat_tables([pq.read_table(Path(stage) / r) for r in sorted(rels)]).sort_by("ts")
+def _bulk_csv_task(args: tuple[str, str, list[str], str]) -> tuple[str, dict[str, Any]]:
+    """The bulk-load day of one table as one CSV ``rel`` in time order, for the W benchmark: the
+    partitions ``rels`` (in the order given, which breaks ties in time: the paper's in path order,
+    the market's by block, so by sym) merged by ``ts``."""
+    stage, table, rels, rel = args
+    data = pa.concat_tables([pq.read_table(Path(stage) / r) for r in rels]).sort_by("ts")
     ts = data.column("ts").combine_chunks()
     if data.num_rows and pa.types.is_timestamp(ts.type) and ts.type.unit == "ns" and pc.min(ts).value >= 0:
         data = data.set_column(0, "ts", _ts_text(ts.view(pa.int64()).to_numpy()))
-    rel = csv_path(table)
     dest = Path(stage) / rel
     dest.parent.mkdir(parents=True, exist_ok=True)
     pacsv.write_csv(data, dest, csv_options(needs_quoting(data)))
@@ -712,7 +834,8 @@ def verify_files(directory: Path, manifest: Manifest, content: bool = False) -> 
     if content:
         hashes = {}
         for entry in manifest.partitions:
-            t = pq.read_table(inside(directory, entry["path"]), schema=SCHEMAS[entry["table"]])
+            schemas = MARKET_SCHEMAS if manifest.kind == MARKET else SCHEMAS
+            t = pq.read_table(inside(directory, entry["path"]), schema=schemas[entry["table"]])
             got = hash_table(t)
             if got != entry["hash"]:
                 raise DatasetError(f"{directory}: {entry['path']} does not match its manifest "
@@ -722,9 +845,9 @@ def verify_files(directory: Path, manifest: Manifest, content: bool = False) -> 
             raise DatasetError(f"{directory}: content hash differs from the manifest")
 
 
-def empty_frame(table: str) -> pl.DataFrame:
-    """A frame of ``table``'s schema and no rows."""
-    frame = pl.from_arrow(SCHEMAS[table].empty_table())
+def empty_frame(schema: pa.Schema) -> pl.DataFrame:
+    """A frame of ``schema`` and no rows."""
+    frame = pl.from_arrow(schema.empty_table())
     assert isinstance(frame, pl.DataFrame)
     return frame
 
@@ -750,9 +873,31 @@ class Dataset:
         return self.manifest.params
 
     @property
+    def kind(self) -> str:
+        """``"paper"`` (trades and book, SPEC §1) or ``"market"`` (instruments, quotes, trades, §1.3)."""
+        return self.manifest.kind
+
+    @property
+    def universe(self) -> int:
+        """A market dataset's number of instruments."""
+        if self.manifest.kind != MARKET or self.manifest.universe is None:
+            raise DatasetError(f"{self.root}: a {self.manifest.kind} dataset has no instrument universe")
+        return self.manifest.universe
+
+    @property
     def bulk_day(self) -> str:
-        """The bulk-load day (W's input) of this dataset, from its manifest."""
+        """The bulk-load day (W's input) of this dataset, from its manifest (a market dataset's D)."""
         return str(self.manifest.params["bulk_day"])
+
+    def schema(self, table: str) -> pa.Schema:
+        """The Arrow schema of ``table`` in this dataset's kind."""
+        return (MARKET_SCHEMAS if self.kind == MARKET else SCHEMAS)[table]
+
+    def instruments(self) -> pl.DataFrame:
+        """A market dataset's instruments table, by rank."""
+        if self.manifest.kind != MARKET:
+            raise DatasetError(f"{self.root}: a {self.manifest.kind} dataset has no instruments table")
+        return pl.read_parquet(inside(self.root, INSTRUMENTS_PATH))
 
     def entries(
         self,
@@ -762,15 +907,17 @@ class Dataset:
         exchange: str | None = None,
     ) -> list[dict[str, Any]]:
         """The manifest's partition entries of ``table`` for the given days, instrument and venue
-        (each with its real ``exchange`` and ``sym``: go by these, never by a file's name)."""
+        (each with its real ``exchange`` and ``sym``: go by these, never by a file's name); in a
+        market dataset, the part files whose block of instruments may hold ``sym`` (each holds
+        every venue)."""
         wanted = set(days) if days is not None else None
         return [
             r
             for r in self.manifest.partitions
             if r["table"] == table
             and (wanted is None or r["day"] in wanted)
-            and (sym is None or r["sym"] == sym)
-            and (exchange is None or r["exchange"] == exchange)
+            and (sym is None or _holds_sym(r, sym))
+            and (exchange is None or r.get("exchange", exchange) == exchange)
         ]
 
     def files(
@@ -796,7 +943,7 @@ class Dataset:
         empty = scratch / f"empty-{table}.parquet"
         if not empty.is_file():
             scratch.mkdir(parents=True, exist_ok=True)
-            pq.write_table(SCHEMAS[table].empty_table(), empty)
+            pq.write_table(self.schema(table).empty_table(), empty)
         return [empty]
 
     def scan(self, table: str, days: Iterable[str] | None = None, sym: str | None = None) -> pl.LazyFrame:
@@ -804,7 +951,7 @@ class Dataset:
         no partition there, an empty frame of the table's schema (nothing to read is no error)."""
         files = self.files(table, days, sym)
         if not files:
-            return empty_frame(table).lazy()
+            return empty_frame(self.schema(table)).lazy()
         return pl.scan_parquet([str(f) for f in files])
 
     def read(self, table: str, days: Iterable[str] | None = None, sym: str | None = None) -> pa.Table:
@@ -812,8 +959,8 @@ class Dataset:
         path order; an empty table of the schema where there are none."""
         files = self.files(table, days, sym)
         if not files:
-            return SCHEMAS[table].empty_table()
-        return pa.concat_tables([pq.read_table(f, schema=SCHEMAS[table]) for f in files])
+            return self.schema(table).empty_table()
+        return pa.concat_tables([pq.read_table(f, schema=self.schema(table)) for f in files])
 
     def days_between(self, first: str, last: str) -> list[str]:
         a, b = dt.date.fromisoformat(first), dt.date.fromisoformat(last)
@@ -835,3 +982,12 @@ class Dataset:
             raise DatasetError(f"{self.root}: no {table} CSV of the bulk-load day in its manifest; "
                                "re-import the dataset with this tickbench (it writes both tables' CSV)")
         return self.root / self.manifest.csv[table]["path"]
+
+
+def _holds_sym(entry: dict[str, Any], sym: str) -> bool:
+    """Whether a manifest partition may hold rows of ``sym``: a paper partition is one instrument's,
+    a market part file holds a range of symbols (same width, so compared as strings)."""
+    if "syms" in entry:
+        first, last = entry["syms"]
+        return bool(first <= sym <= last)
+    return bool(entry.get("sym") == sym)

@@ -1,4 +1,5 @@
-"""The Arrow schemas of the two tables (SPEC §1) and the dataset's file layout."""
+"""The Arrow schemas of the paper dataset's two tables (SPEC §1) and of the market dataset's
+three (SPEC §1.3)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,32 @@ BOOK_SCHEMA = pa.schema(
 
 SCHEMAS = {"trades": TRADES_SCHEMA, "book": BOOK_SCHEMA}
 TABLES = ("trades", "book")
+
+# The market dataset (SPEC §1.3): its trades have the paper's trades schema.
+QUOTES_SCHEMA = pa.schema(
+    [
+        ("ts", TS_TYPE),
+        ("exchange", pa.string()),
+        ("sym", pa.string()),
+        ("bid", pa.float64()),
+        ("ask", pa.float64()),
+        ("bsize", pa.float64()),
+        ("asize", pa.float64()),
+        ("seq", pa.int64()),
+    ]
+)
+INSTRUMENTS_SCHEMA = pa.schema(
+    [
+        ("sym", pa.string()),
+        ("rank", pa.int32()),
+        ("tick", pa.float64()),
+        ("lot", pa.float64()),
+        ("primary", pa.string()),
+        ("venues", pa.int32()),
+    ]
+)
+MARKET_SCHEMAS = {"quotes": QUOTES_SCHEMA, "trades": TRADES_SCHEMA, "instruments": INSTRUMENTS_SCHEMA}
+MARKET_TABLES = ("quotes", "trades")  # the tables partitioned by day
 
 
 def rows_to_table(table: str, rows: Sequence[tuple[Any, ...]]) -> pa.Table:

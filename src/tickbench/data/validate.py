@@ -21,66 +21,44 @@ the touch) are checked by its own tests, not here: SPEC §1 asks them of generat
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tickbench.data.dataset import MAX_NAME_BYTES, DatasetError, Manifest, combine_hashes, inside, shown
+from tickbench.data.dataset import MARKET, MAX_NAME_BYTES, DatasetError, Manifest, combine_hashes, inside
+from tickbench.data.market_validate import validate_market
 from tickbench.data.schema import LEVELS, SCHEMAS
+from tickbench.data.violations import (
+    AMOUNT_NOT_POSITIVE,
+    BACKWARDS,
+    BAD_SIDE,
+    BATCH_ROWS,
+    DEFAULT_SAMPLES,
+    HASH_MISMATCH,
+    ID_NOT_INCREASING,
+    MISSING_VALUE,
+    OUTSIDE_PARTITION,
+    SIZE_NOT_POSITIVE,
+    ValidationReport,
+    Violation,
+    hash_parquet,
+)
 
 NS_PER_DAY = 86_400 * 1_000_000_000
 
 MISSING_LEVEL = "missing or non-finite level (book shallower than 20 levels?)"
-SIZE_NOT_POSITIVE = "size not > 0"
 BIDS_UNSORTED = "bids not strictly decreasing"
 ASKS_UNSORTED = "asks not strictly increasing"
 CROSSED = "crossed book (b1price >= a1price)"
-MISSING_VALUE = "missing or non-finite value"
-BAD_SIDE = "side not buy/sell"
-AMOUNT_NOT_POSITIVE = "amount not > 0"
 PRICE_NOT_POSITIVE = "price not > 0"
 BAD_NAME = f"exchange or sym not a usable name (at most {MAX_NAME_BYTES} bytes of UTF-8, no control character)"
 TS_OUT_OF_RANGE = "timestamp outside int64 nanoseconds (1677-09-21 to 2262-04-11)"
-BACKWARDS = "time going backwards"
 DUPLICATE_TS = "duplicate snapshot ts"
 DUPLICATE_ID = "duplicate trade_id"
-ID_NOT_INCREASING = "trade_id not increasing"
-OUTSIDE_PARTITION = "row outside its partition (day, exchange, sym)"
-HASH_MISMATCH = "partition content differs from its manifest hash"
-
-DEFAULT_SAMPLES = 20
-BATCH_ROWS = 65_536
-
-
-def hash_parquet(path: Path, schema: pa.Schema) -> str:
-    """:func:`tickbench.data.dataset.hash_table` of a Parquet file, one column chunk at a time:
-    the same digest, in memory bounded by a row group of one column."""
-    pf = pq.ParquetFile(path)
-    h = hashlib.blake2b(digest_size=16)
-    h.update(str(pf.metadata.num_rows).encode())
-    for f in schema:
-        h.update(f.name.encode() + b"\x00")
-        first = True
-        for g in range(pf.num_row_groups):
-            chunk = pf.read_row_group(g, columns=[f.name]).column(0).combine_chunks().cast(f.type)
-            if len(chunk) == 0:
-                continue
-            if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
-                h.update(("" if first else "\x00").encode() + "\x00".join(chunk.to_pylist()).encode())
-            elif pa.types.is_timestamp(f.type):
-                h.update(np.ascontiguousarray(chunk.cast(pa.int64()).to_numpy(), "<i8").tobytes())
-            else:
-                h.update(np.ascontiguousarray(chunk.to_numpy()).astype(
-                    "<f8" if pa.types.is_floating(f.type) else "<i8").tobytes())
-            first = False
-    return h.hexdigest()
 
 
 def _bid_price(i: int) -> pl.Expr:
@@ -195,21 +173,6 @@ def flagged(reasons: np.ndarray) -> np.ndarray:
     return np.asarray(reasons, dtype=bool)
 
 
-@dataclass(frozen=True)
-class Violation:
-    """One bad row: where it is and the values that break the invariant."""
-
-    file: str
-    row: int  # 0-based data row index in ``file`` (header not counted)
-    reason: str
-    values: dict[str, Any]
-
-    def describe(self) -> str:
-        """One line, whatever the values hold: strings quoted and escaped, long ones cut."""
-        vals = ", ".join(f"{k}={shown(v) if isinstance(v, str) else v}" for k, v in self.values.items())
-        return f"{self.file} row {self.row}: {self.reason} ({vals})"
-
-
 def row_values(table: str, row: dict[str, Any], reason: str) -> dict[str, Any]:
     """The few values of ``row`` that show why it breaks ``reason``."""
     keys: list[str] = ["ts", "exchange", "sym"]
@@ -234,27 +197,6 @@ def _plain(v: Any) -> Any:
     if isinstance(v, dt.datetime):
         return v.isoformat()
     return v
-
-
-@dataclass
-class ValidationReport:
-    """The outcome of :func:`validate`: counts per reason and the first violations."""
-
-    directory: str
-    files: int = 0
-    rows: int = 0
-    counts: Counter[str] = field(default_factory=Counter)
-    samples: list[Violation] = field(default_factory=list)
-    max_samples: int = DEFAULT_SAMPLES
-
-    @property
-    def ok(self) -> bool:
-        return not self.counts
-
-    def add(self, v: Violation) -> None:
-        self.counts[v.reason] += 1
-        if len(self.samples) < self.max_samples:
-            self.samples.append(v)
 
 
 def _check_partition(root: Path, entry: dict[str, Any], report: ValidationReport) -> tuple[np.ndarray | None, str]:
@@ -318,14 +260,17 @@ def _duplicate_ids(
 
 
 def validate(directory: Path, max_samples: int = DEFAULT_SAMPLES) -> ValidationReport:
-    """Check every partition of the dataset in ``directory`` against SPEC §1's invariants and
-    its manifest's hashes. Raises :class:`DatasetError` when the directory cannot be read as a
+    """Check every partition of the dataset in ``directory`` against SPEC §1's invariants (a
+    market dataset's against SPEC §1.3's: :mod:`tickbench.data.market_validate`) and its
+    manifest's hashes. Raises :class:`DatasetError` when the directory cannot be read as a
     dataset (no manifest, a missing or unreadable file); bad rows are reported, not raised."""
     directory = Path(directory)
     if not directory.is_dir():
         raise DatasetError(f"{directory}: no such directory")
     manifest = Manifest.read(directory)
     report = ValidationReport(str(directory), max_samples=max_samples)
+    if manifest.kind == MARKET:
+        return validate_market(directory, manifest, report)
     streams: dict[tuple[str, str], list[tuple[dict[str, Any], np.ndarray]]] = {}
     hashes: dict[str, str] = {}
     for entry in sorted(manifest.partitions, key=lambda e: (e["table"], e["exchange"], e["sym"], e["day"])):

@@ -27,16 +27,8 @@ import pyarrow.parquet as pq
 
 from tickbench.data.dataset import DatasetError, csv_options, csv_path, csv_size, inside, needs_quoting, partition_path
 from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.data.validate import (
-    MISSING_VALUE,
-    ROW_REASON,
-    StreamState,
-    Violation,
-    flagged,
-    hash_parquet,
-    order_reasons,
-    row_values,
-)
+from tickbench.data.validate import ROW_REASON, StreamState, flagged, order_reasons, row_values
+from tickbench.data.violations import MISSING_VALUE, Violation, hash_parquet
 
 NS_PER_DAY = 86_400 * 1_000_000_000
 POLICIES = ("fail", "drop")

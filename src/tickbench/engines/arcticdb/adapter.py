@@ -200,7 +200,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest):
                 chunks = (pl.read_parquet([str(f) for f in files]).sort(SORT_KEYS[table])
                           for day in days if (files := self.dataset.files(table, [day], sym)))
                 if not write_symbol(lib, symbol_name(table, sym), chunks):
-                    lib.write(symbol_name(table, sym), to_pandas(empty_frame(table)),
+                    lib.write(symbol_name(table, sym), to_pandas(empty_frame(SCHEMAS[table])),
                               metadata={VENUES: {}} if table == "book" else None, prune_previous_versions=True)
                 written.append(symbol_name(table, sym))
         return written

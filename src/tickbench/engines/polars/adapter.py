@@ -36,6 +36,7 @@ import polars as pl
 import pyarrow as pa
 
 from tickbench.data.dataset import Dataset, empty_frame
+from tickbench.data.schema import SCHEMAS
 from tickbench.engines.base import Engine, EngineInfo
 from tickbench.params import QueryParams
 
@@ -132,7 +133,7 @@ def held_empty(name: str) -> pl.DataFrame:
     """A frame of the held table ``name`` (:data:`HOLD`) with no rows, typed as :meth:`Adapter.load`
     holds it."""
     hold = HOLD[name]
-    frame = empty_frame(hold.source).select("ts", *hold.columns)
+    frame = empty_frame(SCHEMAS[hold.source]).select("ts", *hold.columns)
     return frame.with_columns(pl.col("side").cast(pl.Categorical)) if "side" in frame.columns else frame
 
 

@@ -1,0 +1,263 @@
+"""The market suite's parameters (SPEC §2.3): the fixed days D, W, M from the dataset's manifest,
+and the random draws (B, B50, T, P, UI, each M-VWAB-12D user's block and window) from the run's
+seed, by named streams (:func:`tickbench.rng.stream`), so every engine, the reference and a later
+re-run bind the same values. ``params.json`` (SPEC §4) is their saved form, read back by
+:func:`read_params_json`.
+
+User i of the multi-user queries (M-VWAB-12D, M-SNAP, M-STATS-UI) has its own T, UI and
+M-VWAB-12D block and window (:func:`market_params` with ``user=i``); B, B50 and P are the run's,
+shared by every user. User 0's are the single-user parameters.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from tickbench.data import market_calendar as mc
+from tickbench.data.dataset import MARKET, Dataset, DatasetError
+from tickbench.rng import stream
+
+PROBES = 10  # T
+THEO_TRADES = 100  # P
+UI_REQUESTS = 10
+B50_DRAWN, B50_MISSING = 45, 5
+VWAB12D_DAYS = 12
+VWAB12D_OFFSETS = 9  # user i's window starts at trading day 1 + (i mod 9)
+UI_MIN_S = 60.0  # a UI window lasts from a minute to the whole session (log-uniform)
+NS_PER_US = 1_000
+STREAM = "market-params"
+
+
+class MarketParamsError(ValueError):
+    """The parameters cannot be drawn for this dataset (universe too small, too many users)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One M-STATS-UI request: a basket and a window [start, end) on D, ns since the epoch."""
+
+    syms: tuple[str, ...]
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class UserBlock:
+    """One M-VWAB-12D user's instruments and its 12 trading days."""
+
+    syms: tuple[str, ...]
+    days: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MarketParams:
+    """Every parameter of the market suite for one user: dates as ISO strings, times as ns since the epoch."""
+
+    D: str
+    W: tuple[str, ...]
+    M: tuple[str, ...]
+    B: tuple[str, ...]
+    B50: tuple[str, ...]
+    T: tuple[int, ...]
+    P: tuple[tuple[str, str, int], ...]
+    UI: tuple[Request, ...]
+    VWAB12D: UserBlock
+    user: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """SPEC §4's ``params.json`` object."""
+        return {
+            "D": self.D, "W": list(self.W), "M": list(self.M), "B": list(self.B), "B50": list(self.B50),
+            "T": [iso_ns(t) for t in self.T],
+            "P": [[e, s, i] for e, s, i in self.P],
+            "UI": [{"syms": list(r.syms), "from": iso_ns(r.start), "to": iso_ns(r.end)} for r in self.UI],
+            "VWAB12D": {"syms": list(self.VWAB12D.syms), "days": list(self.VWAB12D.days)},
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any], user: int = 0) -> MarketParams:
+        """Parameters from a ``params.json`` object (``user``: whose they are; the file does not say)."""
+        try:
+            return cls(
+                D=str(raw["D"]), W=tuple(map(str, raw["W"])), M=tuple(map(str, raw["M"])),
+                B=tuple(map(str, raw["B"])), B50=tuple(map(str, raw["B50"])),
+                T=tuple(parse_iso_ns(t) for t in raw["T"]),
+                P=tuple((str(e), str(s), int(i)) for e, s, i in raw["P"]),
+                UI=tuple(Request(tuple(map(str, r["syms"])), parse_iso_ns(r["from"]), parse_iso_ns(r["to"]))
+                         for r in raw["UI"]),
+                VWAB12D=UserBlock(tuple(map(str, raw["VWAB12D"]["syms"])), tuple(map(str, raw["VWAB12D"]["days"]))),
+                user=user,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MarketParamsError(f"not a market suite params.json ({type(exc).__name__}: {exc})") from None
+
+
+def iso_ns(ns: int) -> str:
+    """``2024-01-16T15:04:05.123456789Z``: ISO-8601 UTC with nine fractional digits."""
+    sec, frac = divmod(int(ns), 1_000_000_000)
+    return (dt.datetime(1970, 1, 1) + dt.timedelta(seconds=sec)).strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:09d}Z"
+
+
+_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|\+00:00)")
+
+
+def parse_iso_ns(text: str) -> int:
+    """The inverse of :func:`iso_ns` (UTC only; up to nine fractional digits)."""
+    m = _ISO.fullmatch(str(text))
+    if not m:
+        raise ValueError(f"{text!r} is not an ISO-8601 UTC time (YYYY-MM-DDThh:mm:ss.fffffffffZ)")
+    base = dt.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S") - dt.datetime(1970, 1, 1)
+    frac = (m.group(2) or "").ljust(9, "0")
+    return (base.days * 86_400 + base.seconds) * 1_000_000_000 + int(frac or 0)
+
+
+def basket_size(universe: int) -> int:
+    """|B| = max(10, N/100), N/100 rounded down."""
+    return max(10, universe // 100)
+
+
+def decile_shares(universe: int) -> list[int]:
+    """How many of B come from each activity decile (most active first): an equal share, the
+    remainder of |B| / 10 going one each to the most active deciles."""
+    base, extra = divmod(basket_size(universe), 10)
+    return [base + (1 if k < extra else 0) for k in range(10)]
+
+
+def _syms(ranks: Any, universe: int) -> tuple[str, ...]:
+    return tuple(sorted(mc.sym_of(int(r), universe) for r in ranks))
+
+
+def draw_basket(seed: int, universe: int) -> tuple[str, ...]:
+    """B: an equal share of each activity decile by rank (decile k holds the ranks r with
+    floor((r - 1) * 10 / N) = k), drawn without replacement."""
+    if universe < 10:
+        raise MarketParamsError(f"universe {universe}: B draws from ten activity deciles; it needs 10 instruments")
+    rng = stream(seed, STREAM, "B")
+    ranks = np.arange(1, universe + 1)
+    decile = (ranks - 1) * 10 // universe
+    picked: list[int] = []
+    for k, share in enumerate(decile_shares(universe)):
+        picked += rng.choice(ranks[decile == k], size=share, replace=False).tolist()
+    return _syms(picked, universe)
+
+
+def draw_b50(seed: int, universe: int) -> tuple[str, ...]:
+    """B50: 45 instruments of the universe and 5 symbols that do not exist (``S`` and a number
+    above N, of the universe's width), sorted."""
+    if universe < B50_DRAWN:
+        raise MarketParamsError(f"universe {universe}: B50 draws {B50_DRAWN} instruments; it needs at least that many")
+    rng = stream(seed, STREAM, "B50")
+    drawn = rng.choice(np.arange(1, universe + 1), size=B50_DRAWN, replace=False)
+    missing = rng.choice(np.arange(universe + 1, universe + 1 + 1_000), size=B50_MISSING, replace=False)
+    return tuple(sorted([mc.sym_of(int(r), universe) for r in drawn] + [mc.sym_of(int(r), universe) for r in missing]))
+
+
+def session_ns(day: str) -> tuple[int, int]:
+    """[open, close) of ``day``'s session, ns since the epoch."""
+    start = mc.day_ns(dt.date.fromisoformat(day))
+    return start + mc.SESSION_OPEN_S * 1_000_000_000, start + mc.SESSION_CLOSE_S * 1_000_000_000
+
+
+def draw_times(seed: int, day: str, user: int = 0) -> tuple[int, ...]:
+    """T: ten distinct whole-µs times in ``day``'s session, sorted."""
+    rng = stream(seed, STREAM, "T", user)
+    lo, hi = (x // NS_PER_US for x in session_ns(day))
+    picks: set[int] = set()
+    while len(picks) < PROBES:
+        picks.add(int(rng.integers(lo, hi)))
+    return tuple(sorted(p * NS_PER_US for p in picks))
+
+
+def draw_requests(seed: int, universe: int, day: str, user: int = 0) -> tuple[Request, ...]:
+    """UI: ten requests, each a basket of |B| instruments of the universe and a window [a, b) in
+    ``day``'s session whose length is log-uniform from a minute to the session, in whole µs."""
+    rng = stream(seed, STREAM, "UI", user)
+    size = basket_size(universe)
+    lo, hi = (x // NS_PER_US for x in session_ns(day))
+    out = []
+    for _ in range(UI_REQUESTS):
+        syms = _syms(rng.choice(np.arange(1, universe + 1), size=min(size, universe), replace=False), universe)
+        length = round(float(np.exp(rng.uniform(np.log(UI_MIN_S), np.log(mc.SESSION_S)))) * 1e6)
+        length = min(max(length, int(UI_MIN_S * 1e6)), hi - lo)
+        start = int(rng.integers(lo, hi - length + 1))
+        out.append(Request(syms, start * NS_PER_US, (start + length) * NS_PER_US))
+    return tuple(out)
+
+
+def check_users(users: int, universe: int) -> None:
+    """Refuse an M-VWAB-12D user count whose disjoint blocks do not fit in the universe."""
+    size = basket_size(universe)
+    if users < 1:
+        raise MarketParamsError(f"M-VWAB-12D with {users} users: give at least one")
+    if users * size > universe:
+        raise MarketParamsError(
+            f"M-VWAB-12D with {users} users needs {users} disjoint blocks of {size} instruments "
+            f"({users * size:,}); the universe has {universe:,} (at most {universe // size} users here)")
+
+
+def draw_block(seed: int, universe: int, days: tuple[str, ...], user: int) -> UserBlock:
+    """User ``user``'s M-VWAB-12D block (its slice of one permutation of the universe, so every
+    user's is disjoint from every other's whatever the number of users) and its 12 trading days
+    1 + (i mod 9) … 12 + (i mod 9)."""
+    check_users(user + 1, universe)
+    size = basket_size(universe)
+    perm = stream(seed, STREAM, "VWAB12D").permutation(np.arange(1, universe + 1))
+    first = user % VWAB12D_OFFSETS
+    return UserBlock(_syms(perm[user * size:(user + 1) * size], universe), tuple(days[first:first + VWAB12D_DAYS]))
+
+
+def draw_trades(seed: int, ds: Dataset, day: str, basket: tuple[str, ...]) -> tuple[tuple[str, str, int], ...]:
+    """P: 100 trades of ``day`` of the basket's instruments, drawn without replacement (all of them
+    when there are fewer), as (exchange, sym, trade_id) sorted."""
+    files = [str(f) for f in ds.files("trades", [day])]
+    if not files:
+        raise DatasetError(f"{ds.root}: no trades partitions for {day}")
+    trades = (pl.scan_parquet(files).filter(pl.col("sym").is_in(list(basket)))
+              .select("exchange", "sym", "trade_id").collect(engine="streaming")
+              .sort("exchange", "sym", "trade_id"))
+    rng = stream(seed, STREAM, "P")
+    take = min(THEO_TRADES, trades.height)
+    idx = np.sort(rng.choice(trades.height, size=take, replace=False)) if take else np.empty(0, np.int64)
+    return tuple((str(e), str(s), int(i)) for e, s, i in trades[idx].iter_rows())
+
+
+def market_params(ds: Dataset, seed: int, user: int = 0) -> MarketParams:
+    """Every parameter of the market suite for ``user`` on the market dataset ``ds``."""
+    if ds.kind != MARKET:
+        raise DatasetError(f"{ds.root}: a {ds.kind} dataset; the market suite runs on a market dataset "
+                           "(tickbench generate --dataset market)")
+    n = ds.universe
+    raw = ds.params
+    d = str(raw["D"])
+    month = tuple(map(str, raw["M"]))
+    basket = draw_basket(seed, n)
+    return MarketParams(
+        D=d, W=tuple(map(str, raw["W"])), M=month, B=basket, B50=draw_b50(seed, n),
+        T=draw_times(seed, d, user), P=draw_trades(seed, ds, d, basket), UI=draw_requests(seed, n, d, user),
+        VWAB12D=draw_block(seed, n, month, user), user=user,
+    )
+
+
+def write_params_json(path: Path, params: MarketParams) -> None:
+    """Write ``params`` as SPEC §4's ``params.json`` (``answers/<engine>/params.json`` for user 0,
+    ``answers/<engine>/users/<i>/params.json`` for user i)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(params.to_json(), indent=1) + "\n")
+
+
+def read_params_json(path: Path, user: int = 0) -> MarketParams:
+    try:
+        raw = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise MarketParamsError(f"{path}: unreadable ({exc})") from None
+    if not isinstance(raw, dict):
+        raise MarketParamsError(f"{path}: not a JSON object")
+    return MarketParams.from_json(raw, user)

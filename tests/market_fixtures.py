@@ -76,7 +76,7 @@ def write_market(root: Path, syms: Sequence[str], quotes: Sequence[tuple[Any, ..
                             "bytes": (root / rel).stat().st_size, "hash": hash_table(t)})
     content_hash = combine_hashes({e["path"]: e["hash"] for e in entries})
     manifest = Manifest(scale=0.0, seed=0, symbols=0, content_hash=content_hash, partitions=entries, csv={},
-                        params=mc.default_params(), source="hand-made", kind=MARKET, universe=len(syms),
+                        params=mc.default_params(), source="generated", kind=MARKET, universe=len(syms),
                         calendar=mc.calendar_dict())
     (root / MANIFEST).write_text(manifest.to_json())
     return Dataset.open(root)

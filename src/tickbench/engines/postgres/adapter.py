@@ -312,6 +312,8 @@ class Adapter(ServerEngine):
         if not self.attached:
             self._ensure_database(DB)
         self.conn = self._connect(DB)
+        lookups = self.engine_file("lookups.sql")  # O-T's session functions, in pg_temp (lookups.sql)
+        self.conn.execute(lookups)
         self.literal_queries = {}
         self.statement_totals = {}
         if self.endpoint is not None:
@@ -326,6 +328,7 @@ class Adapter(ServerEngine):
         self.qconn = adbc.connect(f"postgresql://{SUPERUSER}:{password}@{LOOPBACK}:{self.port}/{DB}"
                                   "?options=-c%20timezone%3DUTC", autocommit=True)
         with self.qconn.cursor() as cur:
+            cur.execute(lookups)
             cur.execute("SELECT pg_backend_pid()")
             row = cur.fetchone()
         self.qpid = int(row[0]) if row else None
@@ -513,10 +516,36 @@ class Adapter(ServerEngine):
 
     def explain(self, qid: str) -> str:
         """``EXPLAIN (ANALYZE, BUFFERS)`` of the query as it runs (its literal form): the
-        plan with each node's rows, time and pages (for TimescaleDB, the chunks it kept)."""
+        plan with each node's rows, time and pages (the partitions or TimescaleDB's chunks it
+        kept). For a query that calls a lookup function of ``lookups.sql``, followed by the
+        plans of the statements the function ran (the first three lookups'), which the outer
+        plan shows only as a Function Scan: PostgreSQL's own ``auto_explain`` logs them and the
+        log lines reach this session as notices. Only on a server tickbench runs (loading a
+        module is for the server's superuser)."""
         with self._conn().cursor() as cur:
             cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + self.literal_query(qid))
-            return "\n".join(str(r[0]) for r in cur.fetchall())
+            plan = "\n".join(str(r[0]) for r in cur.fetchall())
+        if "pg_temp." not in self.query_text(qid) or self.endpoint is not None:
+            return plan
+        notices: list[str] = []
+        conn = self._conn()
+
+        def keep(diag: psycopg.errors.Diagnostic) -> None:
+            if diag.message_primary and "plan:" in diag.message_primary:
+                notices.append(diag.message_primary)
+
+        conn.add_notice_handler(keep)
+        try:
+            conn.execute("LOAD 'auto_explain'")
+            conn.execute("SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; "
+                          "SET auto_explain.log_nested_statements = on; SET client_min_messages = log")
+            conn.execute(self.literal_query(qid)).fetchall()
+        finally:
+            conn.execute("RESET client_min_messages; SET auto_explain.log_min_duration = -1")
+            conn.remove_notice_handler(keep)
+        # The first lookups (the outer statement's own entry, which names the function, left out).
+        nested = [n for n in notices if "pg_temp." not in n][:3]
+        return plan + "".join(f"\n\n(a statement the lookup function ran)\n{n}" for n in nested)
 
     def set_params(self, params: QueryParams) -> None:
         super().set_params(params)

@@ -30,9 +30,9 @@ COMPRESS = {t: sql.SQL("SELECT count(compress_chunk(c)) FROM show_chunks({}) AS 
 MONTH_CHUNKS = ("SELECT coalesce(sum(d.total_bytes), 0), coalesce(sum(s.before_compression_total_bytes), 0), "
                 "coalesce(sum(s.after_compression_total_bytes), 0) "
                 "FROM timescaledb_information.chunks c "
-                "JOIN chunks_detailed_size(%(t)s) d USING (chunk_schema, chunk_name) "
-                "LEFT JOIN chunk_columnstore_stats(%(t)s) s USING (chunk_schema, chunk_name) "
-                "WHERE c.hypertable_name = %(t)s AND c.range_start >= %(start)s AND c.range_end <= %(end)s")
+                "JOIN chunks_detailed_size(%(t)s::regclass) d USING (chunk_schema, chunk_name) "
+                "LEFT JOIN chunk_columnstore_stats(%(t)s::regclass) s USING (chunk_schema, chunk_name) "
+                "WHERE c.hypertable_name = %(t)s::name AND c.range_start >= %(start)s AND c.range_end <= %(end)s")
 COLUMNSTORE_SETTINGS = ("SELECT hypertable::text, segmentby, orderby "
                         "FROM timescaledb_information.hypertable_columnstore_settings")
 
@@ -78,45 +78,6 @@ class Adapter(pg.Adapter):
             pg.Adapter.install(progress)
         installer.install(source, progress)
         return cls.probe()
-
-    def connect(self) -> None:
-        """PostgreSQL's two connections, each with the session's lookup functions
-        (``lookups.sql``, in ``pg_temp``: gone with the connection, nothing left in the database)."""
-        super().connect()
-        functions = self.engine_file("lookups.sql")
-        self._conn().execute(functions)
-        if self.qconn is not None:
-            with self.qconn.cursor() as cur:
-                cur.execute(functions)
-
-    def explain(self, qid: str) -> str:
-        """PostgreSQL's ``EXPLAIN (ANALYZE, BUFFERS)``; for a query that calls a lookup function
-        of ``lookups.sql``, followed by the plans of the statements the function ran (the
-        first three lookups'), which the outer plan shows only as a Function Scan: PostgreSQL's own
-        ``auto_explain`` logs them and the log lines reach this session as notices. Only on a
-        server tickbench runs (loading a module is for the server's superuser)."""
-        plan = super().explain(qid)
-        if "pg_temp." not in self.query_text(qid) or self.endpoint is not None:
-            return plan
-        notices: list[str] = []
-        conn = self._conn()
-
-        def keep(diag: psycopg.errors.Diagnostic) -> None:
-            if diag.message_primary and "plan:" in diag.message_primary:
-                notices.append(diag.message_primary)
-
-        conn.add_notice_handler(keep)
-        try:
-            conn.execute("LOAD 'auto_explain'")
-            conn.execute("SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; "
-                          "SET auto_explain.log_nested_statements = on; SET client_min_messages = log")
-            conn.execute(self.literal_query(qid)).fetchall()
-        finally:
-            conn.execute("RESET client_min_messages; SET auto_explain.log_min_duration = -1")
-            conn.remove_notice_handler(keep)
-        # The first lookups (the outer statement's own entry, which names the function, left out).
-        nested = [n for n in notices if "pg_temp." not in n][:3]
-        return plan + "".join(f"\n\n(a statement the lookup function ran)\n{n}" for n in nested)
 
     # -- loading: the chunks go into the columnstore -----------------------------------------
 

@@ -4,6 +4,7 @@ restart reopens the same cluster, and nothing is left running after stop()."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shutil
 import subprocess
 import tempfile
@@ -112,3 +113,45 @@ def test_bindings_are_aware_utc_and_only_those_used() -> None:
     out = pg.pg_bindings(binds, "WHERE sym = %(sym)s AND ts >= %(day_start)s AND t = ANY(%(ot_times)s)")
     assert out == {"sym": "BTC-USD", "day_start": naive.replace(tzinfo=dt.UTC),
                    "ot_times": [naive.replace(tzinfo=dt.UTC)]}
+
+
+def _partitions(conn: Any, table: str) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+                                       "WHERE i.inhparent = %s::regclass ORDER BY 1", [table]).fetchall()]
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_load_partitions_by_day_and_plans_keep_their_days(engine: Engine, tiny_params: QueryParams) -> None:
+    rows = engine.load()
+    conn = engine._conn()  # type: ignore[attr-defined]
+    days = tiny_params.load_days()
+    for t in ("trades", "book"):
+        assert _partitions(conn, t) == sorted(pg.partition_name(t, d) for d in days)
+    assert rows == sum(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("trades", "book"))
+    # A week's and a day's queries keep only their days' partitions, at plan time; the top of
+    # book is read from the covering index alone.
+    week = {pg.partition_name("book", d) for d in tiny_params.days("week")}
+    for qid, kept in (("O-V1", week), ("C-VO2", week),
+                      ("C-VO1", {pg.partition_name("book", tiny_params.day)})):
+        plan = engine.explain(qid) or ""
+        assert set(re.findall(r"book_\d{8}", plan)) == kept, (qid, plan)
+        assert "Index Only Scan using book_" in plan and "Heap Fetches: 0" in plan, (qid, plan)
+        if qid != "O-V1":  # the closes read S's rows in the index's ts order: no sort of the rows
+            assert not re.search(r"Sort Key: [^\n]*\bbook(_\d+)?\.ts", plan), (qid, plan)
+    # O-T's lookups each plan one or two days (the statements its function ran), never the month.
+    plan = engine.explain("O-T") or ""
+    nested = plan.split("(a statement the lookup function ran)")[1:]
+    assert nested and all(1 <= len(set(re.findall(r"book_\d{8}", n))) <= 2 for n in nested), plan
+    # SE is the month's partitions: every loaded day but the multi-exchange one.
+    se = engine.storage_bytes()
+    month = [pg.partition_name(t, d) for t in ("trades", "book") for d in tiny_params.days("month")]
+    assert se["total_relation_size"] == sum(conn.execute("SELECT pg_total_relation_size(%s::regclass)",
+                                                         [p]).fetchone()[0] for p in month)
+    assert se["heap_and_toast"] + se["indexes"] == se["total_relation_size"] > 0
+
+
+def test_partition_names_are_dates_only() -> None:
+    assert pg.partition_name("book", "2022-06-18") == "book_20220618"
+    with pytest.raises(ValueError):
+        pg.partition_name("book", "2022-06-18; DROP TABLE book")

@@ -135,6 +135,16 @@ def test_loaded_month_is_compressed_hypertables(server_tmp: Path, tiny: Dataset,
         assert chunks == [("book", days, days), ("trades", days, days)]
         settings = e.settings()
         assert settings["columnstore"]["book"] == {"segmentby": "sym,exchange", "orderby": "ts DESC"}
+        # SE is the month's chunks of this store: all of it but the multi-exchange day's chunks.
+        se = e.storage_bytes()
+        whole = sum(conn.execute("SELECT hypertable_size(%s::regclass)", [t]).fetchone()[0] for t in ("book", "trades"))
+        multi = conn.execute("SELECT sum(d.total_bytes) FROM timescaledb_information.chunks c "
+                             "JOIN LATERAL chunks_detailed_size(format('%%I', c.hypertable_name)::regclass) d "
+                             "USING (chunk_schema, chunk_name) WHERE c.range_start = %s",
+                             [dt.datetime.fromisoformat(tiny_params.multi_day).replace(tzinfo=dt.UTC)]).fetchone()[0]
+        assert 0 < se["chunks_total_size"] == se["book_total"] + se["trades_total"]
+        assert whole - multi - se["chunks_total_size"] < 100_000  # the hypertables' own (empty) tables
+        assert 0 < se["compressed_bytes"] < se["uncompressed_bytes"]
     finally:
         e.stop()
 
@@ -150,7 +160,9 @@ def test_plain_postgres_runs_without_the_extension(server_tmp: Path, tiny: Datas
         e.load()
         assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'timescaledb'").fetchone()[0] == 0
         assert "timescaledb_version" not in e.settings()
-        assert conn.execute("SELECT count(*) FROM pg_inherits").fetchone()[0] == 0  # no chunks: plain tables
+        # No chunks: every inheritance is a day's partition of a partitioned table or index.
+        assert conn.execute("SELECT count(*) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhparent "
+                            "WHERE c.relkind NOT IN ('p', 'I')").fetchone()[0] == 0
         assert {"total_relation_size", "heap_and_toast", "indexes"} <= set(e.storage_bytes())
     finally:
         e.stop()

@@ -3,8 +3,9 @@
 The server runs as tickbench's unprivileged service user over ``<workdir>/pgdata`` (initdb'd
 once, reopened as it is by later starts). The client is psycopg 3. Data goes in through binary
 ``COPY FROM STDIN`` encoded from Arrow (:mod:`.pgcopy`); queries are the ``queries/*.sql``
-files with psycopg named parameters (``%(sym)s``). Tables are plain heap tables with BRIN and
-btree indexes (``schema.sql`` + ``indexes.sql``).
+files with psycopg named parameters (``%(sym)s``). Tables are heap tables partitioned by day,
+each day's partition with a covering btree and BRIN indexes (``schema.sql``, ``partitions.sql``,
+``indexes.sql``).
 
 Query results come back through ADBC's PostgreSQL driver, which runs each query as
 ``COPY (query) TO STDOUT (FORMAT binary)`` and decodes the rows straight into Arrow in C (no
@@ -15,7 +16,7 @@ server's own time of each query is read from ``pg_stat_statements`` after the cl
 
 An engine built on PostgreSQL's server (TimescaleDB) subclasses :class:`Adapter` and sets its
 hooks: :attr:`~Adapter.extra_settings`, :attr:`~Adapter.extension`, the schema files,
-:attr:`~Adapter.copy_freeze` and :attr:`~Adapter.size_sql`; its files are looked up in its own
+:attr:`~Adapter.partition_file` and :attr:`~Adapter.copy_freeze`; its files are looked up in its own
 folder first, then in this one.
 
 On an external endpoint (``--endpoint postgres=HOST:PORT``) tickbench's tables go in a schema of
@@ -99,12 +100,22 @@ SERVER_SETTINGS = {
     # JIT compilation off: measured on the 14 queries at SF 0.1 (README, "Tuning"), its
     # compile time (tens of ms per query above jit_above_cost) outweighs what it saves here.
     "jit": "off",
+    # Parallelism sized for the 2 cores: a parallel scan is the leader and one worker, an
+    # index build likewise, and no more than two workers run at once.
+    "max_parallel_workers_per_gather": "1",
+    "max_parallel_maintenance_workers": "1",
+    "max_parallel_workers": "2",
 }
+COPY_WORKERS = 2  # COPYs at once (of the partitions of both tables): one per core
 COPY_CHUNK_BYTES = 8 << 20
 # The last statement of a backend, and the totals pg_stat_statements holds for it (in ms).
 LAST_QUERY_ID = "SELECT query_id FROM pg_stat_activity WHERE pid = %s"
 STATEMENT_TOTALS = ("SELECT coalesce(sum(calls), 0), coalesce(sum(total_exec_time), 0) FROM pg_stat_statements "
                     "WHERE queryid = %s AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())")
+# A day's partition of a table (partitions.sql), and the sizes of a list of them (SE).
+PARTITION = sql.SQL("CREATE TABLE {} PARTITION OF {} FOR VALUES FROM ({}) TO ({})")
+PARTITION_SIZES = ("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0), coalesce(sum(pg_table_size(c.oid)), 0) "
+                   "FROM pg_class c WHERE c.oid = ANY(%s::regclass[])")
 # The comment tickbench puts on every table (and schema) it creates on an external endpoint:
 # what it may drop, and a table of its names without it is the user's, never touched.
 MARKER = "created by tickbench; dropped after the run unless --keep"
@@ -151,6 +162,9 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
     schema_file: ClassVar[str] = "schema.sql"
     #: Run after the schema: an engine's own layer over the plain tables (e.g. hypertables).
     table_options_file: ClassVar[str | None] = None
+    #: Makes the load's tables partitioned by day (``None``: they stay as they are); the load
+    #: then creates a partition per day it loads and COPYs each day into its own.
+    partition_file: ClassVar[str | None] = "partitions.sql"
     index_file: ClassVar[str | None] = "indexes.sql"
     ingest_index_file: ClassVar[str] = "ingest.sql"
     #: Whether a load's COPY follows a TRUNCATE in its transaction and FREEZEs the rows (heap tables).
@@ -162,8 +176,6 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         "fsync=on, synchronous_commit=on: each COPY and index build commits durably before W returns; "
         "with wal_level=minimal the tables made or truncated in the transaction skip the WAL and their files are "
         "fsynced at commit, the rest is in the WAL flushed at commit")
-    #: SE: a table's bytes on disk, heap, TOAST and indexes (``%s`` is the table's name).
-    size_sql: ClassVar[str] = "SELECT pg_total_relation_size(%s)"
 
     conn: psycopg.Connection[Any] | None = None
     #: The query connection (ADBC), its backend's pid, and each query's text with its
@@ -309,6 +321,8 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         if not self.attached:
             self._ensure_database(DB)
         self.conn = self._connect(DB)
+        lookups = self.engine_file("lookups.sql")  # O-T's session functions, in pg_temp (lookups.sql)
+        self.conn.execute(lookups)
         self.literal_queries = {}
         self.statement_totals = {}
         if self.endpoint is not None:
@@ -323,6 +337,7 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         self.qconn = adbc.connect(f"postgresql://{SUPERUSER}:{password}@{LOOPBACK}:{self.port}/{DB}"
                                   "?options=-c%20timezone%3DUTC", autocommit=True)
         with self.qconn.cursor() as cur:
+            cur.execute(lookups)
             cur.execute("SELECT pg_backend_pid()")
             row = cur.fetchone()
         self.qpid = int(row[0]) if row else None
@@ -373,9 +388,11 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
 
     # -- schema and loading -------------------------------------------------------------
 
-    def _create_schema(self, c: psycopg.Connection[Any]) -> None:
-        """Create the extension (if any) and the tables in ``c``'s (empty) database; on an
-        external endpoint, in tickbench's schema, each table marked as tickbench's."""
+    def _create_schema(self, c: psycopg.Connection[Any], days: list[str] | None = None) -> None:
+        """Create the extension (if any) and the tables in ``c``'s (empty) database: for a load
+        of ``days``, partitioned by day (:attr:`partition_file`) with a partition per day; for
+        the ingest store (``None``), plain. On an external endpoint, in tickbench's schema, each
+        table marked as tickbench's."""
         if self.extension and self.endpoint is None:
             c.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(self.extension)))
         elif self.extension and not c.execute("SELECT 1 FROM pg_extension WHERE extname = %s",
@@ -384,18 +401,26 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
             raise EngineUnavailable(f"{self.endpoint.describe()}: the {self.extension} extension is not "  # type: ignore[union-attr]
                                     f"created in its database; run CREATE EXTENSION {self.extension} there first")
         c.execute(self.engine_file(self.schema_file))
+        if self.table_options_file:
+            c.execute(self.engine_file(self.table_options_file))
+        if self.partition_file and days is not None:
+            c.execute(self.engine_file(self.partition_file))
+            for t in TABLES:
+                for day in days:
+                    start = dt.datetime.combine(dt.date.fromisoformat(day), dt.time(), dt.UTC)
+                    c.execute(PARTITION.format(sql.Identifier(partition_name(t, day)), sql.Identifier(t),
+                                               sql.Literal(start), sql.Literal(start + dt.timedelta(days=1))))
+        c.execute(self.engine_file("level_statistics.sql"))
         if self.endpoint is not None:
             for t in TABLES:
                 c.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(sql.Identifier(self.namespace, t),
                                                                      sql.Literal(MARKER)))
-        if self.table_options_file:
-            c.execute(self.engine_file(self.table_options_file))
 
     def _copy_tables(self, dbname: str, sources: dict[str, Callable[[], Iterator[bytes]]], fmt: str) -> None:
-        """COPY each table's data (``sources[table]()`` yields COPY data in ``fmt``) on its
-        own connection, the tables in parallel. With :attr:`copy_freeze` the COPY follows a
-        TRUNCATE in the same transaction, so it may FREEZE the rows and, with
-        ``wal_level=minimal``, write no WAL."""
+        """COPY each relation's data (``sources[name]()`` yields COPY data in ``fmt``; a table
+        or a partition) on its own connection, :data:`COPY_WORKERS` at a time in the order
+        given. With :attr:`copy_freeze` the COPY follows a TRUNCATE in the same transaction, so
+        it may FREEZE the rows and, with ``wal_level=minimal``, write no WAL."""
         def one(table: str) -> None:
             options = sql.SQL(fmt + (", FREEZE" if self.copy_freeze else ""))
             with self._connect(dbname) as c, c.transaction():
@@ -406,9 +431,17 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
                     for chunk in sources[table]():
                         copy.write(chunk)
 
-        with ThreadPoolExecutor(len(sources)) as pool:
+        with ThreadPoolExecutor(min(COPY_WORKERS, len(sources))) as pool:
             for f in [pool.submit(one, t) for t in sources]:
                 f.result()
+
+    def _targets(self, days: list[str]) -> dict[str, tuple[str, list[str]]]:
+        """Where a load of ``days`` COPYs: each relation's (table, days), the book's first
+        (the larger, so the COPYs end together); a day's partition, or the whole table."""
+        tables = sorted(TABLES, key=lambda t: t != "book")
+        if not self.partition_file:
+            return {t: (t, days) for t in tables}
+        return {partition_name(t, d): (t, [d]) for t in tables for d in days}
 
     def _finish(self, c: psycopg.Connection[Any]) -> int:
         """Indexes (:attr:`index_file`), statistics, and the row count."""
@@ -433,15 +466,17 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
             yield pgcopy.TRAILER
         return chunks
 
-    def _load_files(self, dbname: str, sources: dict[str, Callable[[], Iterator[bytes]]], fmt: str) -> int:
-        """A fresh schema in ``dbname``, COPYed from ``sources``, indexed and analysed."""
+    def _load_files(self, dbname: str, days: list[str], sources: dict[str, Callable[[], Iterator[bytes]]],
+                    fmt: str) -> int:
+        """A fresh schema for ``days`` in ``dbname``, COPYed from ``sources``, indexed and analysed."""
         with self._connect(dbname) as c:
-            self._create_schema(c)
+            self._create_schema(c, days)
             self._copy_tables(dbname, sources, fmt)
             return self._finish(c)
 
     def _load_parquet(self, dbname: str, days: list[str]) -> int:
-        return self._load_files(dbname, {t: self._parquet_source(t, days) for t in TABLES}, "FORMAT binary")
+        sources = {name: self._parquet_source(t, ds) for name, (t, ds) in self._targets(days).items()}
+        return self._load_files(dbname, days, sources, "FORMAT binary")
 
     def load(self) -> int:
         days = self.params.load_days()
@@ -490,10 +525,36 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
 
     def explain(self, qid: str) -> str:
         """``EXPLAIN (ANALYZE, BUFFERS)`` of the query as it runs (its literal form): the
-        plan with each node's rows, time and pages (for TimescaleDB, the chunks it kept)."""
+        plan with each node's rows, time and pages (the partitions or TimescaleDB's chunks it
+        kept). For a query that calls a lookup function of ``lookups.sql``, followed by the
+        plans of the statements the function ran (the first three lookups'), which the outer
+        plan shows only as a Function Scan: PostgreSQL's own ``auto_explain`` logs them and the
+        log lines reach this session as notices. Only on a server tickbench runs (loading a
+        module is for the server's superuser)."""
         with self._conn().cursor() as cur:
             cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + self.literal_query(qid))
-            return "\n".join(str(r[0]) for r in cur.fetchall())
+            plan = "\n".join(str(r[0]) for r in cur.fetchall())
+        if "pg_temp." not in self.query_text(qid) or self.endpoint is not None:
+            return plan
+        notices: list[str] = []
+        conn = self._conn()
+
+        def keep(diag: psycopg.errors.Diagnostic) -> None:
+            if diag.message_primary and "plan:" in diag.message_primary:
+                notices.append(diag.message_primary)
+
+        conn.add_notice_handler(keep)
+        try:
+            conn.execute("LOAD 'auto_explain'")
+            conn.execute("SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; "
+                          "SET auto_explain.log_nested_statements = on; SET client_min_messages = log")
+            conn.execute(self.literal_query(qid)).fetchall()
+        finally:
+            conn.execute("RESET client_min_messages; SET auto_explain.log_min_duration = -1")
+            conn.remove_notice_handler(keep)
+        # The first lookups (the outer statement's own entry, which names the function, left out).
+        nested = [n for n in notices if "pg_temp." not in n][:3]
+        return plan + "".join(f"\n\n(a statement the lookup function ran)\n{n}" for n in nested)
 
     def set_params(self, params: QueryParams) -> None:
         super().set_params(params)
@@ -537,8 +598,11 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
                                detail={"database": db, "copy": "binary", "durability": self.w_durability})
         if fmt != "csv":
             raise ValueError(f"unknown format {fmt!r}")
+        # The CSV is the one bulk-load day: a row of another day fails its partition's constraint.
+        day = [self.dataset.bulk_day]
         paths = {t: self.dataset.csv_file(t) for t in TABLES}
-        rows = self._load_files(db, {t: _file_chunks(p) for t, p in paths.items()}, "FORMAT csv, HEADER")
+        rows = self._load_files(db, day, {name: _file_chunks(paths[t]) for name, (t, _) in self._targets(day).items()},
+                                "FORMAT csv, HEADER")
         return LoadFigures(rows=rows, input_bytes=sum(p.stat().st_size for p in paths.values()),
                            detail={"database": db, "copy": "csv", "durability": self.w_durability})
 
@@ -547,7 +611,8 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         then ``psql -c "\\copy table FROM 'file' WITH (FORMAT csv, HEADER)"`` per table (psql
         reads the file, so the server user need not), then the same indexes and ANALYZE.
         PostgreSQL reads no Parquet: for ``parquet`` the files are first written as CSV with
-        pyarrow into ``scratch``, and that counts in the time."""
+        pyarrow into ``scratch``, and that counts in the time. The tables are partitioned as
+        for W; ``\\copy`` into a partitioned table routes each row to its day's partition."""
         db = f"baseline_{fmt}"
         self._fresh_database(db)
         if fmt == "csv":
@@ -564,7 +629,7 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         else:
             raise ValueError(f"unknown format {fmt!r}")
         with self._connect(db) as c:
-            self._create_schema(c)
+            self._create_schema(c, [self.dataset.bulk_day])
             for t, p in paths.items():
                 self._psql(db, f"\\copy {t} FROM '{p}' WITH (FORMAT csv, HEADER)")
             rows = self._finish(c)
@@ -577,21 +642,19 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
                   "-U", SUPERUSER, "-d", dbname, "-c", command], env, what=f"psql {command!r}")
 
     def storage_bytes(self) -> dict[str, int]:
-        """SE: the 30-day period alone in a fresh database ``se``, loaded as :meth:`load`
-        loads, after VACUUM and CHECKPOINT: heap, TOAST and indexes of both tables
-        (:attr:`size_sql`); the heap and index split for heap tables."""
-        db = "se"
-        self._fresh_database(db)
-        self._load_parquet(db, self.params.days("month"))
-        with self._connect(db) as c:
-            c.execute("VACUUM trades, book")
-            c.execute("CHECKPOINT")
-            sizes = {t: int(_scalar(c, self.size_sql, [t])) for t in TABLES}
-            heap = sum(int(_scalar(c, "SELECT pg_table_size(%s)", [t])) for t in TABLES)
-        out = {"total_relation_size": sum(sizes.values()), **{f"{t}_total": n for t, n in sizes.items()}}
-        if self.copy_freeze:  # heap tables: pg_table_size of a partitioned one counts no partition
-            out.update(heap_and_toast=heap, indexes=out["total_relation_size"] - heap)
-        return out
+        """SE: the 30-day period's partitions of the store :meth:`load` built (VACUUMed and
+        CHECKPOINTed there; the queries since wrote nothing): heap, TOAST, free-space and
+        visibility maps and indexes of each of its days' partitions of both tables, and the heap
+        and index split. The other days loaded (the multi-exchange day) have their own partitions."""
+        c = self._conn()
+        sizes: dict[str, int] = {}
+        heap = 0
+        for t in TABLES:
+            names = [partition_name(t, d) for d in self.params.days("month")]
+            total, table = c.execute(PARTITION_SIZES, [names]).fetchone() or (0, 0)
+            sizes[t], heap = int(total), heap + int(table)
+        return {"total_relation_size": sum(sizes.values()), **{f"{t}_total": n for t, n in sizes.items()},
+                "heap_and_toast": heap, "indexes": sum(sizes.values()) - heap}
 
     # -- ingest (tick-latency, stream and durability suites) ------------------------------
 
@@ -645,7 +708,7 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
 
     def settings(self) -> dict[str, Any]:
         c = self._conn()
-        names = [*SERVER_SETTINGS, *self.extra_settings, "max_parallel_workers_per_gather", "jit", "server_version"]
+        names = [*SERVER_SETTINGS, *self.extra_settings, "server_version"]
         rows = c.execute("SELECT name, setting, unit FROM pg_settings WHERE name = ANY(%s)", [names]).fetchall()
         out: dict[str, Any] = {n: s + (f" {u}" if u else "") for n, s, u in rows}
         if self.extension:
@@ -655,6 +718,11 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         out["results"] = "ADBC PostgreSQL driver: COPY (query) TO STDOUT (FORMAT binary) into Arrow"
         out["server_time"] = "pg_stat_statements total_exec_time of the query's COPY (plan, execute, send)"
         return out
+
+
+def partition_name(table: str, day: str) -> str:
+    """The name of ``table``'s partition of the ISO ``day`` (checked as a date), e.g. ``book_20220618``."""
+    return f"{table}_{dt.date.fromisoformat(day):%Y%m%d}"
 
 
 def _file_chunks(path: Path) -> Callable[[], Iterator[bytes]]:

@@ -7,6 +7,7 @@ queries run. The extension is built from its source release by :mod:`.install`.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,8 +25,14 @@ from tickbench.engines.timescaledb import install as installer
 # procedure convert_to_columnstore(), so one statement does all of a table's chunks.
 COMPRESS = {t: sql.SQL("SELECT count(compress_chunk(c)) FROM show_chunks({}) AS c").format(sql.Literal(t))
             for t in TABLES}
-COLUMNSTORE_STATS = ("SELECT coalesce(sum(before_compression_total_bytes), 0), "
-                     "coalesce(sum(after_compression_total_bytes), 0) FROM hypertable_columnstore_stats(%s)")
+# SE: a hypertable's chunks inside [start, end): their bytes (compressed data, TOAST, indexes)
+# and the rows' bytes before and after compression, as the columnstore's statistics record them.
+MONTH_CHUNKS = ("SELECT coalesce(sum(d.total_bytes), 0), coalesce(sum(s.before_compression_total_bytes), 0), "
+                "coalesce(sum(s.after_compression_total_bytes), 0) "
+                "FROM timescaledb_information.chunks c "
+                "JOIN chunks_detailed_size(%(t)s::regclass) d USING (chunk_schema, chunk_name) "
+                "LEFT JOIN chunk_columnstore_stats(%(t)s::regclass) s USING (chunk_schema, chunk_name) "
+                "WHERE c.hypertable_name = %(t)s::name AND c.range_start >= %(start)s AND c.range_end <= %(end)s")
 COLUMNSTORE_SETTINGS = ("SELECT hypertable::text, segmentby, orderby "
                         "FROM timescaledb_information.hypertable_columnstore_settings")
 
@@ -53,7 +60,7 @@ class Adapter(pg.Adapter):
     w_durability = (
         "fsync=on, synchronous_commit=on: the COPY (WAL-logged: its rows go into chunks it creates) and "
         "the compression of every chunk commit before W returns, each commit's WAL flushed to disk")
-    size_sql = "SELECT hypertable_size(%s)"  # every chunk: compressed data, TOAST, indexes
+    partition_file = None  # the hypertables chunk by day themselves
 
     @classmethod
     def probe(cls) -> str:
@@ -71,45 +78,6 @@ class Adapter(pg.Adapter):
             pg.Adapter.install(progress)
         installer.install(source, progress)
         return cls.probe()
-
-    def connect(self) -> None:
-        """PostgreSQL's two connections, each with the session's lookup functions
-        (``lookups.sql``, in ``pg_temp``: gone with the connection, nothing left in the database)."""
-        super().connect()
-        functions = self.engine_file("lookups.sql")
-        self._conn().execute(functions)
-        if self.qconn is not None:
-            with self.qconn.cursor() as cur:
-                cur.execute(functions)
-
-    def explain(self, qid: str) -> str:
-        """PostgreSQL's ``EXPLAIN (ANALYZE, BUFFERS)``; for a query that calls a lookup function
-        of ``lookups.sql``, followed by the plans of the statements the function ran (the
-        first three lookups'), which the outer plan shows only as a Function Scan: PostgreSQL's own
-        ``auto_explain`` logs them and the log lines reach this session as notices. Only on a
-        server tickbench runs (loading a module is for the server's superuser)."""
-        plan = super().explain(qid)
-        if "pg_temp." not in self.query_text(qid) or self.endpoint is not None:
-            return plan
-        notices: list[str] = []
-        conn = self._conn()
-
-        def keep(diag: psycopg.errors.Diagnostic) -> None:
-            if diag.message_primary and "plan:" in diag.message_primary:
-                notices.append(diag.message_primary)
-
-        conn.add_notice_handler(keep)
-        try:
-            conn.execute("LOAD 'auto_explain'")
-            conn.execute("SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; "
-                          "SET auto_explain.log_nested_statements = on; SET client_min_messages = log")
-            conn.execute(self.literal_query(qid)).fetchall()
-        finally:
-            conn.execute("RESET client_min_messages; SET auto_explain.log_min_duration = -1")
-            conn.remove_notice_handler(keep)
-        # The first lookups (the outer statement's own entry, which names the function, left out).
-        nested = [n for n in notices if "pg_temp." not in n][:3]
-        return plan + "".join(f"\n\n(a statement the lookup function ran)\n{n}" for n in nested)
 
     # -- loading: the chunks go into the columnstore -----------------------------------------
 
@@ -132,19 +100,20 @@ class Adapter(pg.Adapter):
     # -- SE and settings ------------------------------------------------------------------
 
     def storage_bytes(self) -> dict[str, int]:
-        """SE: the month alone in a fresh database ``se``, loaded and compressed as :meth:`load`
-        does, after VACUUM and CHECKPOINT: ``hypertable_size`` of both tables; beside it the
-        rows' size before and after compression, as the columnstore's statistics record it."""
-        sizes = super().storage_bytes()
+        """SE: the 30-day period's chunks (one a day) of the store :meth:`load` built and
+        compressed (VACUUMed and CHECKPOINTed there; the queries since wrote nothing): their
+        bytes on disk, and beside them the rows' size before and after compression."""
+        b = self.params.bindings()
+        start, end = (b[k].replace(tzinfo=dt.UTC) for k in ("month_start", "month_end"))
+        c = self._conn()
+        out: dict[str, int] = {}
         before = after = 0
-        with self._connect("se") as c:
-            for t in TABLES:
-                row = c.execute(COLUMNSTORE_STATS, [t]).fetchone()
-                if row is None:
-                    raise RuntimeError(f"no columnstore statistics for {t}")
-                before, after = before + int(row[0]), after + int(row[1])
-        return {"hypertable_size": sizes["total_relation_size"],
-                **{f"{t}_total": sizes[f"{t}_total"] for t in TABLES},
+        for t in TABLES:
+            row = c.execute(MONTH_CHUNKS, {"t": t, "start": start, "end": end}).fetchone()
+            if row is None:
+                raise RuntimeError(f"no chunk sizes for {t}")
+            out[f"{t}_total"], before, after = int(row[0]), before + int(row[1]), after + int(row[2])
+        return {"chunks_total_size": sum(out.values()), **out,
                 "uncompressed_bytes": before, "compressed_bytes": after}
 
     def settings(self) -> dict[str, Any]:

@@ -1,10 +1,13 @@
--- The venues S ever traded on, by a skip scan of the (sym, exchange, ts) index (one descent per
--- venue instead of reading the day), then each venue's latest snapshot on X at or before t by a
--- backward probe of the same index; a venue with none on X drops out of the LATERAL join.
+-- The venues S quotes on X, by a skip scan of X's partition's (sym, exchange, ts) index (one
+-- descent per venue instead of reading the day), then each venue's latest snapshot on X at or
+-- before t by a backward probe of the same index; a venue with none before t drops out.
 WITH RECURSIVE venues(exchange) AS (
-    (SELECT exchange FROM book WHERE sym = %(sym)s ORDER BY exchange LIMIT 1)
+    (SELECT exchange FROM book
+     WHERE sym = %(sym)s AND ts >= %(multi_start)s AND ts < %(multi_end)s
+     ORDER BY exchange LIMIT 1)
     UNION ALL
-    SELECT (SELECT b.exchange FROM book b WHERE b.sym = %(sym)s AND b.exchange > v.exchange
+    SELECT (SELECT b.exchange FROM book b
+            WHERE b.sym = %(sym)s AND b.ts >= %(multi_start)s AND b.ts < %(multi_end)s AND b.exchange > v.exchange
             ORDER BY b.exchange LIMIT 1)
     FROM venues v WHERE v.exchange IS NOT NULL
 )

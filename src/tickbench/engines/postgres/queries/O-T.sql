@@ -1,22 +1,8 @@
--- The latest snapshot at or before t per venue (a backward btree probe each), then the latest
--- of those: "any exchange" without scanning the month. The venues of S come from a skip scan
--- of the (sym, exchange, ts) index (one descent per venue).
-WITH RECURSIVE venues(exchange) AS (
-    (SELECT exchange FROM book WHERE sym = %(sym)s ORDER BY exchange LIMIT 1)
-    UNION ALL
-    SELECT (SELECT b.exchange FROM book b WHERE b.sym = %(sym)s AND b.exchange > v.exchange
-            ORDER BY b.exchange LIMIT 1)
-    FROM venues v WHERE v.exchange IS NOT NULL
-)
-SELECT DISTINCT ON (p.t) p.t, l.ts, l.b1price, l.b1size, l.a1price, l.a1size
+-- Per time t, the latest snapshot of S at or before t on any venue, from M's start: each probe
+-- by pg_temp.book_at (lookups.sql), which plans one lookup per widening window (a minute, an
+-- hour, a day before t, then all of M) with the window as literals, so partition pruning keeps
+-- one or two of M's days at plan time, not all 30 (a backward probe of the (sym, ts) btree each).
+SELECT p.t, l.ts, l.b1price, l.b1size, l.a1price, l.a1size
 FROM unnest(%(ot_times)s::timestamptz[]) AS p(t)
-CROSS JOIN venues v
-CROSS JOIN LATERAL (
-    SELECT ts, b1price, b1size, a1price, a1size
-    FROM book
-    WHERE sym = %(sym)s AND exchange = v.exchange
-      AND ts >= %(month_start)s AND ts < %(month_end)s AND ts <= p.t
-    ORDER BY ts DESC
-    LIMIT 1
-) l
-ORDER BY p.t, l.ts DESC;
+CROSS JOIN LATERAL pg_temp.book_at(%(sym)s, p.t, %(month_start)s) AS l
+ORDER BY p.t;

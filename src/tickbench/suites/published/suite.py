@@ -98,8 +98,8 @@ class PublishedSuite(Suite):
     endpoint_unmeasured: ClassVar[dict[str, str]] = {
         "W": "not measured on an external endpoint: W loads the bulk day into fresh stores of its own beside "
              "the loaded data, and its baseline runs the engine's own local tools",
-        "SE": "not measured on an external endpoint: SE measures the bytes of a fresh store on the server's "
-              "disk, which tickbench does not own there",
+        "SE": "not measured on an external endpoint: SE measures the bytes the loaded period takes on the "
+              "server's disk, which tickbench does not own or see there",
     }
 
     def cell_ids(self, opts: dict[str, Any], engine: type[Engine]) -> list[str]:

@@ -301,5 +301,6 @@ def test_paper_suites_refuse_a_market_dataset(market_tiny: Dataset, tmp_path: Pa
         query_params(market_tiny.params, SEED)
     res = runner.invoke(app, ["run", "--engines", "duckdb", "--data", str(market_tiny.root), "--out",
                               str(tmp_path / "r")])
-    assert res.exit_code == 2 and "this is a market dataset" in res.output
+    assert res.exit_code == 2
+    assert "--suite published runs on the paper dataset" in res.output and "holds a market dataset" in res.output
     assert not (tmp_path / "r").exists()

@@ -72,6 +72,60 @@ class MarketParams:
     VWAB12D: UserBlock
     user: int = 0
 
+    def bindings(self) -> dict[str, Any]:
+        """The named parameters the engines' market query files bind (``$name``): every time as a
+        naive UTC datetime (whole µs, as every drawn time is), every list a Python list.
+
+        * ``d_start``/``d_end``: D's UTC day [00:00, next 00:00); ``d_open``/``d_close``: its
+          session [14:30, 21:00); ``w_start``/``w_end`` and ``m_start``/``m_end``: W's and M's
+          days, from the first's 00:00 to the day after the last;
+        * ``b_syms``, ``b50_syms``: B and B50;
+        * ``t_times``: T, sorted;
+        * ``p_exchanges``, ``p_syms``, ``p_trade_ids``: P as three parallel lists;
+        * ``ui_req``, ``ui_from``, ``ui_to``: the M-STATS-UI requests' numbers and windows
+          [from, to); ``ui_pair_req``, ``ui_pair_sym``: each request's basket as (req, sym) pairs;
+        * ``vwab_syms``, ``vwab_start``, ``vwab_end``, ``vwab_days``: this user's M-VWAB-12D
+          block and window (its first day's 00:00 to the day after its last; the days as dates).
+        """
+        def at(ns: int) -> dt.datetime:
+            return dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ns // NS_PER_US)
+
+        def day_start(day: str) -> dt.datetime:
+            return dt.datetime.fromisoformat(day)
+
+        def day_end(day: str) -> dt.datetime:
+            return dt.datetime.fromisoformat(day) + dt.timedelta(days=1)
+
+        open_ns, close_ns = session_ns(self.D)
+        return {
+            "d_start": day_start(self.D), "d_end": day_end(self.D), "d_open": at(open_ns), "d_close": at(close_ns),
+            "w_start": day_start(self.W[0]), "w_end": day_end(self.W[-1]),
+            "m_start": day_start(self.M[0]), "m_end": day_end(self.M[-1]),
+            "b_syms": list(self.B), "b50_syms": list(self.B50), "t_times": [at(t) for t in self.T],
+            "p_exchanges": [e for e, _, _ in self.P], "p_syms": [s for _, s, _ in self.P],
+            "p_trade_ids": [i for _, _, i in self.P],
+            "ui_req": list(range(len(self.UI))), "ui_from": [at(r.start) for r in self.UI],
+            "ui_to": [at(r.end) for r in self.UI],
+            "ui_pair_req": [i for i, r in enumerate(self.UI) for _ in r.syms],
+            "ui_pair_sym": [s for r in self.UI for s in r.syms],
+            "vwab_syms": list(self.VWAB12D.syms), "vwab_start": day_start(self.VWAB12D.days[0]),
+            "vwab_end": day_end(self.VWAB12D.days[-1]),
+            "vwab_days": [dt.date.fromisoformat(d) for d in self.VWAB12D.days],
+        }
+
+    def days(self, span: str) -> list[str]:
+        """The ISO days of ``span``: ``D``, ``W`` or ``M``."""
+        return [self.D] if span == "D" else list(getattr(self, span))
+
+    def load_days(self) -> list[str]:
+        """The days an engine loads for the market suite: M, the 20 trading days."""
+        return list(self.M)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The parameters as plain data (``params.json``'s form, with the kind and the user),
+        for the engine processes; :func:`tickbench.params.params_from_dict` reads it back."""
+        return {"kind": "market", "user": self.user, **self.to_json()}
+
     def to_json(self) -> dict[str, Any]:
         """SPEC §4's ``params.json`` object."""
         return {

@@ -9,7 +9,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from tickbench.data.dataset import DatasetError
+from tickbench.data.dataset import MARKET, Dataset, DatasetError
+from tickbench.market_params import MarketParams, market_params
 from tickbench.rng import stream
 
 NS_PER_US = 1_000
@@ -142,8 +143,23 @@ def span_params(base: QueryParams, span: str, seed: int) -> SpanParams:
                       span_days=tuple(days))
 
 
-def params_from_dict(raw: dict[str, Any]) -> QueryParams:
-    """Rebuild :class:`QueryParams` (or :class:`SpanParams`) from ``as_dict()``."""
+#: A run's parameters: the paper dataset's, or the market dataset's (SPEC §2.3).
+RunParams = QueryParams | MarketParams
+
+
+def params_for(dataset: Dataset, seed: int) -> RunParams:
+    """The run's parameters for ``dataset``: the paper suites' :class:`QueryParams`, or a market
+    dataset's :class:`~tickbench.market_params.MarketParams` (user 0's)."""
+    if dataset.kind == MARKET:
+        return market_params(dataset, seed)
+    return query_params(dataset.params, seed)
+
+
+def params_from_dict(raw: dict[str, Any]) -> RunParams:
+    """Rebuild :class:`QueryParams` (or :class:`SpanParams`, or the market's
+    :class:`~tickbench.market_params.MarketParams`) from ``as_dict()``."""
+    if raw.get("kind") == MARKET:
+        return MarketParams.from_json(raw, int(raw.get("user", 0)))
     common = dict(day=raw["day"], week=tuple(raw["week"]), month=tuple(raw["month"]),
                   symbol=raw["symbol"], multi_day=raw["multi_day"],
                   ot_times=tuple(raw["ot_times"]), nbbo_times=tuple(raw["nbbo_times"]))

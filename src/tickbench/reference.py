@@ -21,7 +21,9 @@ from typing import Any
 import polars as pl
 
 from tickbench.data.dataset import Dataset
-from tickbench.params import QueryParams
+from tickbench.market_params import MarketParams
+from tickbench.market_reference import MarketReferenceAnswers
+from tickbench.params import QueryParams, RunParams
 
 MINUTE = 60 * 1_000_000_000
 HOUR = 60 * MINUTE
@@ -254,3 +256,16 @@ class ReferenceAnswers:
         if qid not in self.cache:
             self.cache[qid] = answer(qid, self.ds, self.params)
         return self.cache[qid]
+
+
+#: A run's reference answers, by query id.
+Answers = ReferenceAnswers | MarketReferenceAnswers
+
+
+def answers_for(ds: Dataset, params: RunParams) -> Answers:
+    """The run's reference answers, by query id: the paper suites' (:class:`ReferenceAnswers`)
+    or, for the market dataset's parameters, the market suite's
+    (:class:`tickbench.market_reference.MarketReferenceAnswers`)."""
+    if isinstance(params, MarketParams):
+        return MarketReferenceAnswers(ds, params)
+    return ReferenceAnswers(ds, params)

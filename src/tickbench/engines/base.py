@@ -66,7 +66,7 @@ from typing import Any, ClassVar, TypeVar
 import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
-from tickbench.params import QueryParams
+from tickbench.params import RunParams
 
 ENGINES_DIR = Path(__file__).parent
 #: Further packages of engine folders, comma-separated importable package names (engines kept
@@ -322,7 +322,7 @@ class Engine(ABC):
     #: namespace of its own, dropped after the run unless kept (see ``engines/server.py``).
     external_endpoint: ClassVar[bool] = False
 
-    def __init__(self, info: EngineInfo, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
+    def __init__(self, info: EngineInfo, workdir: Path, dataset: Dataset, params: RunParams) -> None:
         self.info = info
         # Absolute: a server started with another working directory must find its files.
         self.workdir = workdir.resolve()
@@ -434,7 +434,7 @@ class Engine(ABC):
         returns."""
         return False
 
-    def set_params(self, params: QueryParams) -> None:
+    def set_params(self, params: RunParams) -> None:
         """Bind new query parameters to the loaded data (the scaling suite rebinds the time
         ranges); an adapter that materialised parameters at load (e.g. a probe-time table)
         writes them again."""

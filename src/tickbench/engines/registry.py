@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import ENGINES_DIR, PACKAGES_ENV, Engine, EngineInfo, EngineUnavailable
-from tickbench.params import QueryParams
+from tickbench.params import RunParams
 
 
 def _folders() -> dict[str, tuple[str, Path]]:
@@ -51,7 +51,7 @@ def adapter_class(name: str) -> type[Engine]:
     return _adapter(found[name][0])
 
 
-def adapter(name: str, workdir: Path, dataset: Dataset, params: QueryParams) -> Engine:
+def adapter(name: str, workdir: Path, dataset: Dataset, params: RunParams) -> Engine:
     """An adapter of engine ``name`` over ``workdir`` and ``dataset``, given its description."""
     return adapter_class(name)(engine_infos()[name], workdir, dataset, params)
 

@@ -29,8 +29,8 @@ from pydantic import BaseModel
 
 from tickbench.data.dataset import Dataset, DatasetError
 from tickbench.engines.base import Engine, EngineInfo
-from tickbench.params import QueryParams
-from tickbench.reference import ReferenceAnswers
+from tickbench.params import RunParams
+from tickbench.reference import Answers
 from tickbench.results import Record
 from tickbench.run.engine_process import (
     CellTimeout,
@@ -67,6 +67,10 @@ class RunnableSuite(typing.Protocol):
     @property
     def worker_ops(self) -> Mapping[str, WorkerOp]:
         """The operations it adds to the engine process, by name (module-level functions)."""
+
+    @property
+    def dataset_kind(self) -> str:
+        """The kind of dataset it runs on (``paper`` or ``market``)."""
 
     @property
     def endpoint_refusal(self) -> str | None:
@@ -177,8 +181,8 @@ class CellContext:
     info: EngineInfo
     engine: type[Engine]
     ds: Dataset
-    params: QueryParams
-    refs: ReferenceAnswers
+    params: RunParams
+    refs: Answers
     workdir: Path
     protocol: Protocol
     opts: Options

@@ -38,7 +38,7 @@ import psutil
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, EngineTime, open_shared
 from tickbench.engines.registry import adapter_class, engine_infos
-from tickbench.params import QueryParams, params_from_dict
+from tickbench.params import RunParams, params_from_dict
 from tickbench.run.faults import faults, with_faults
 from tickbench.run.memory import BUDGET_ENV, GIB, PeakMemory, budget_bytes, tree_rss
 from tickbench.run.memory import KIND as MEMORY_KIND
@@ -154,7 +154,7 @@ def _handle(adapter: Engine, op: str, msg: dict[str, Any], ops: Mapping[str, Wor
 class EngineProcess:
     """The parent's handle on one engine's worker process."""
 
-    def __init__(self, engine: str, workdir: Path, data: Path, params: QueryParams,
+    def __init__(self, engine: str, workdir: Path, data: Path, params: RunParams,
                  ops: Mapping[str, WorkerOp] | None = None) -> None:
         clash = sorted(CORE_OPS & set(ops or {}))
         if clash:

@@ -26,8 +26,8 @@ from tickbench.data.dataset import Dataset
 from tickbench.engines.base import ENDPOINTS_ENV, Endpoint, EngineUnavailable, Server
 from tickbench.engines.registry import adapter, adapter_class, availability, engine_infos
 from tickbench.engines.server import stop_leftovers
-from tickbench.params import QueryParams, query_params
-from tickbench.reference import ReferenceAnswers
+from tickbench.params import RunParams, params_for
+from tickbench.reference import answers_for
 from tickbench.results import DatasetInfo, Record, Results, RunSettings, V1Names, read_results
 from tickbench.run import engine_process, environment
 from tickbench.run.cell import CellContext, Options, PhaseClock, Protocol, RunnableSuite, free_bytes
@@ -134,7 +134,7 @@ def endpoints_env(endpoints: dict[str, Endpoint]) -> Iterator[None]:
             os.environ[ENDPOINTS_ENV] = before
 
 
-def preflight_endpoints(cfg: RunConfig, ds: Dataset, params: QueryParams) -> None:
+def preflight_endpoints(cfg: RunConfig, ds: Dataset, params: RunParams) -> None:
     """Each external endpoint answers and holds no table of tickbench's names that tickbench did
     not create; refused (naming the engine, the endpoint and the table) before anything loads."""
     for name in cfg.endpoints:
@@ -280,6 +280,21 @@ def locked(out: Path) -> Iterator[None]:
         os.close(fd)  # the lock goes with the descriptor
 
 
+def check_dataset_kind(cfg: RunConfig, ds: Dataset) -> None:
+    """Refuse, before anything loads, suites that do not run on the dataset's kind (the published
+    suite on a market dataset, the market suite on the paper's)."""
+    wrong = [s for s in cfg.suites if s.dataset_kind != ds.kind]
+    if wrong and cfg.suite == "all":  # --suite all: the suites of the dataset's kind
+        cfg.suites = tuple(s for s in cfg.suites if s.dataset_kind == ds.kind)
+        wrong = []
+    if wrong or not cfg.suites:
+        names = ", ".join(s.name for s in wrong) or cfg.suite
+        kinds = ", ".join(sorted({s.dataset_kind for s in wrong})) or "another kind of"
+        raise RunError(f"--suite {names} runs on the {kinds} dataset, and {cfg.data} holds a {ds.kind} dataset; "
+                       f"generate one with `tickbench generate --dataset {kinds}` or choose a suite of the "
+                       f"{ds.kind} dataset")
+
+
 def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
     """Run the suite on every engine and write ``results.json`` after every cell.
 
@@ -291,7 +306,8 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
         raise RunError("no suite to run")
     check_endpoints(cfg.engines, cfg.suite, cfg.suites, cfg.protocol.cold, cfg.endpoints)
     ds = Dataset.open(cfg.data, verify_content=cfg.verify_dataset)
-    params = query_params(ds.params, cfg.seed)
+    check_dataset_kind(cfg, ds)
+    params = params_for(ds, cfg.seed)
     with endpoints_env(cfg.endpoints):
         preflight_endpoints(cfg, ds, params)
         if cfg.resume and not (cfg.out / "results.json").is_file():
@@ -300,7 +316,7 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
             return _run(cfg, ds, params, progress)
 
 
-def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | None) -> Results:
+def _run(cfg: RunConfig, ds: Dataset, params: RunParams, progress: Progress | None) -> Results:
     m = ds.manifest
     results_path = cfg.out / "results.json"
     if cfg.resume:
@@ -325,7 +341,7 @@ def _run(cfg: RunConfig, ds: Dataset, params: QueryParams, progress: Progress | 
     protocol = cfg.protocol
     if protocol.save_answers is not None:
         protocol = Protocol(**{**protocol.__dict__, "save_answers": cfg.out / "answers"})
-    refs = ReferenceAnswers(ds, params)
+    refs = answers_for(ds, params)
     infos = engine_infos()
     shared: dict[str, Any] = {}  # run-wide artefacts of the suites, shared by every engine
 
@@ -447,7 +463,7 @@ def _engine_meta(name: str) -> dict[str, Any]:
         return {"version": None, "probe_error": str(exc)}
 
 
-def _new_results(cfg: RunConfig, ds: Dataset, params: QueryParams) -> Results:
+def _new_results(cfg: RunConfig, ds: Dataset, params: RunParams) -> Results:
     m = ds.manifest
     return Results(
         run_id=uuid.uuid4().hex[:12],

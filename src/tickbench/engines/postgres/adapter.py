@@ -71,7 +71,7 @@ from tickbench.engines.server import (
     remove_stale_pid_file,
     run_tool,
 )
-from tickbench.params import QueryParams
+from tickbench.params import RunParams
 
 PG_MAJOR = "15"
 PACKAGE = f"postgresql-{PG_MAJOR}"
@@ -556,7 +556,7 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         nested = [n for n in notices if "pg_temp." not in n][:3]
         return plan + "".join(f"\n\n(a statement the lookup function ran)\n{n}" for n in nested)
 
-    def set_params(self, params: QueryParams) -> None:
+    def set_params(self, params: RunParams) -> None:
         super().set_params(params)
         self.literal_queries = {}
 

@@ -38,6 +38,13 @@ QUERY_SCOPE: dict[str, tuple[str, bool]] = {
 
 
 
+def paper_params(ctx: CellContext) -> QueryParams:
+    """The run's parameters, the paper dataset's (the suite runs on no other)."""
+    if not isinstance(ctx.params, QueryParams):
+        raise TypeError("the scaling suite runs on the paper dataset")
+    return ctx.params
+
+
 def scaling_id(qid: str) -> str:
     return f"scaling/{qid}"
 
@@ -155,7 +162,7 @@ class ScalingSuite(Suite):
         budget = ctx.budget()
         for ds, worker in workers:
             for span in ctx.opts["scaling_spans"]:
-                sp = span_params(ctx.params, span, ctx.seed)
+                sp = span_params(paper_params(ctx), span, ctx.seed)
                 point: dict[str, Any] = {"scale": ds.manifest.scale, "span": span, "days": len(sp.span_days),
                                          "rows_read": rows_read(ds, qid, sp)}
 
@@ -200,7 +207,7 @@ class ScalingSuite(Suite):
         """The engine's plan of ``qid`` over the longest span of the run's own dataset (the
         worker is still bound to it when it ran last), outside the clock; labelled with it."""
         span = ctx.opts["scaling_spans"][-1]
-        sp = span_params(ctx.params, span, ctx.seed)
+        sp = span_params(paper_params(ctx), span, ctx.seed)
         try:
             worker.call(ctx.protocol.timeout_s, op="params", params=sp.as_dict())
         except EngineError as exc:

@@ -29,6 +29,7 @@ runner and the suites check with ``isinstance`` / ``issubclass``, never by probi
 * :class:`Storage` — SE: the bytes the engine uses on disk for the loaded period;
 * :class:`Ingest` — the ingest suites (tick latency, stream, durability): an ingest store,
   writer clients, read-back, durability settings;
+* :class:`Market` — the market suite: the market dataset's tables and its M- queries;
 * :class:`EngineTime` — the engine reports each query's own (server-side) time;
 * :class:`SharedReaders` — concurrency clients as processes of their own, each opening the
   loaded store beside the others (without it, clients are threads of one process);
@@ -493,6 +494,23 @@ class EngineTime(ABC):
         (``None`` when it gave none for that query)."""
 
 
+class Market(ABC):
+    """Capability: the market suite (SPEC §2.3). On a market dataset (``dataset.kind ==
+    "market"``) the adapter's :meth:`Engine.load` creates the market schema in the engine's own
+    idiom (instruments, quotes and trades: types, sort keys, partitioning, compression) and loads
+    the dataset's 20 days; ``run_query`` runs ``queries/M-*.<ext>`` bound to the market
+    parameters (:meth:`tickbench.market_params.MarketParams.bindings`); and, where the engine
+    has them, :meth:`BulkLoad.bulk_load` loads day D's quotes and trades (M-W) and
+    :meth:`Storage.storage_bytes` measures the loaded 20 days (M-SE). An M- query the engine
+    cannot answer is declared in ``engine.toml``'s ``[unsupported]`` with the reason."""
+
+    @abstractmethod
+    def load_market(self) -> int:
+        """Create the market schema and load the dataset's instruments, quotes and trades (every
+        day of M), durably; return the rows loaded. :meth:`Engine.load` calls it on a market
+        dataset."""
+
+
 class Server(ABC):  # noqa: B024 - a capability with nothing to add to Engine's methods
     """Capability: :meth:`Engine.start` launches server processes, which
     :meth:`Engine.memory_pids` names (not the worker's own). The durability suite SIGKILLs
@@ -563,7 +581,7 @@ class Ingest(ABC):
 
 
 #: The capability classes, by the name the support matrix and messages use.
-CAPABILITIES: dict[str, type] = {"bulk load": BulkLoad, "storage": Storage, "ingest": Ingest,
+CAPABILITIES: dict[str, type] = {"bulk load": BulkLoad, "storage": Storage, "ingest": Ingest, "market": Market,
                                  "engine time": EngineTime, "shared readers": SharedReaders, "server": Server}
 
 

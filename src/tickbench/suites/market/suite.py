@@ -1,0 +1,100 @@
+"""The market suite's declaration and protocol (SPEC §2.3): on a market dataset, each engine with
+the market capability loads the 20 days in its own schema; then every M- query is verified and
+timed, M-W loads day D into fresh stores and M-SE measures the loaded days, through the shared
+protocol of :mod:`tickbench.suites.cells`. With ``--save-answers`` the drawn parameters go to
+``answers/<engine>/params.json`` (SPEC §4) beside the answers."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, ClassVar
+
+from tickbench.engines.base import Market
+from tickbench.market_params import MarketParams, write_params_json
+from tickbench.report.widgets import PageParts, Section, SuiteView
+from tickbench.results import Record
+from tickbench.run.cell import FAILURES, CellContext
+from tickbench.suites.base import Options, Suite, WorkerOp
+from tickbench.suites.cells import Cells, LoadStorageFigures
+from tickbench.suites.market import BY_ID, LOADS, QUERY_IDS
+from tickbench.suites.market import report as report_module
+from tickbench.suites.published.ops import bulk_op, storage_op
+
+if TYPE_CHECKING:
+    from tickbench.engines.base import Engine, EngineInfo
+
+NO_MARKET = "no market capability: the engine does not load the market dataset's tables yet"
+
+
+class MarketSuite(Suite):
+    name = "market"
+    title = "The market suite (many instruments, after STAC-M3)"
+    order = 5
+    summary = "15 questions over a universe of instruments on eight venues (SPEC §2.3), M-W and M-SE"
+    dataset_kind = "market"
+    figures_model = LoadStorageFigures
+    own_sections = True
+    report: ClassVar[ModuleType | None] = report_module
+    worker_ops: ClassVar[dict[str, WorkerOp]] = {"bulk": bulk_op, "storage": storage_op}
+    endpoint_refusal = ("its tables (instruments, quotes, trades) are not yet created in a namespace of their own "
+                        "on a user's server; run it on a server tickbench starts")
+
+    def requires(self, engine: type[Engine], info: EngineInfo) -> str | None:
+        if not issubclass(engine, Market):
+            return info.unsupported.get(self.name, NO_MARKET)
+        return None
+
+    def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
+        return [*QUERY_IDS, *LOADS]
+
+    def category(self, benchmark: str) -> str:
+        return BY_ID[benchmark].category if benchmark in BY_ID else "write/storage"
+
+    def support(self, engine: type[Engine], info: EngineInfo) -> str:
+        reason = self.requires(engine, info)
+        if reason is not None:
+            return f"— {reason}"
+        gaps = [q for q in QUERY_IDS if q in info.unsupported]
+        return "✔" + (f" but {', '.join(gaps)}" if gaps else "")
+
+    def run(self, ctx: CellContext, todo: list[str]) -> None:
+        """Start the engine and load the market dataset, then every query, M-W and M-SE of ``todo``."""
+        params = ctx.params
+        if not isinstance(params, MarketParams):
+            raise TypeError("the market suite runs with the market dataset's parameters")
+        if ctx.protocol.save_answers is not None:
+            write_params_json(ctx.protocol.save_answers / ctx.info.name / "params.json", params)
+        worker = ctx.worker("engine", load=True)
+        try:
+            worker.start()
+            ctx.meta.update(worker.call(60, op="info"))
+        except FAILURES as exc:
+            worker.kill()
+            ctx.all_failed(todo, exc)
+            return
+        cells = Cells(ctx, worker, list(params.M), w_id="M-W", se_id="M-SE")
+        try:
+            for bench in todo:
+                if bench == "M-W":
+                    ctx.on_record(cells.w())
+                elif bench == "M-SE":
+                    ctx.on_record(cells.se())
+                else:
+                    ctx.on_record(cells.query(bench))
+        finally:
+            worker.close()
+
+    def report_html(self, view: SuiteView) -> PageParts[list[Section]]:
+        return PageParts([Section("market", "Market", report_module.page_html(view))], [], [])
+
+    def report_markdown(self, view: SuiteView) -> PageParts[list[str]]:
+        return PageParts(report_module.page_markdown(view), [], [])
+
+    def cell_text(self, record: Record) -> str:
+        return report_module.cell_text(record)
+
+    def headline(self, record: Record) -> str:
+        return report_module.cell_text(record)
+
+
+SUITE = MarketSuite()

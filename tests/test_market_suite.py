@@ -1,0 +1,83 @@
+"""The market suite (SPEC §2.3) through the real runner, on every engine with the market capability,
+at the tiny market scale: every M- query verified against the reference (or declared unsupported
+with a reason), M-W and M-SE where the engine has them, the parameters saved beside the answers;
+and the suite's refusals (a paper dataset, an engine without the capability)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.conftest import MARKET_TINY
+from tickbench.data.dataset import Dataset
+from tickbench.engines.base import BulkLoad, Market, Server, Storage
+from tickbench.engines.registry import adapter_class, availability, engine_infos
+from tickbench.market_params import read_params_json
+from tickbench.market_reference import COLUMNS, answer
+from tickbench.results import read_results
+from tickbench.run.cell import Protocol
+from tickbench.run.session import RunError, run
+from tickbench.suites.market import LOADS, QUERY_IDS
+from tickbench.suites.registry import run_config
+
+SEED = int(MARKET_TINY["seed"])
+
+
+def _market_engines() -> list[object]:
+    out = []
+    for name in engine_infos():
+        try:
+            cls = adapter_class(name)
+        except ImportError:
+            continue  # its client is not installed: test_engines says so
+        if issubclass(cls, Market):
+            marks = [pytest.mark.slow] + ([pytest.mark.server] if issubclass(cls, Server) else [])
+            out.append(pytest.param(name, marks=marks, id=name))
+    return out
+
+
+@pytest.mark.parametrize("engine", _market_engines())
+def test_market_suite_verifies(engine: str, market_tiny: Dataset, tmp_path: Path) -> None:
+    if not (avail := availability(engine)).available:
+        pytest.skip(f"{engine} not available here: {avail.reason}")
+    info, cls = engine_infos()[engine], adapter_class(engine)
+    out = tmp_path / "run"
+    run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market",
+                   protocol=Protocol(repetitions=2, timeout_s=120, save_answers=out / "answers")))
+    results = read_results(out / "results.json")
+    by_id = {r.benchmark: r for r in results.records}
+    assert set(by_id) == {*QUERY_IDS, *LOADS}
+    params = read_params_json(out / "answers" / engine / "params.json")
+    for qid in QUERY_IDS:
+        rec = by_id[qid]
+        if qid in info.unsupported:
+            assert rec.status == "unsupported" and rec.reason
+            continue
+        assert rec.status == "ok", f"{qid}: {rec.status} {rec.reason}"
+        assert rec.verified is True and rec.stats is not None and rec.query is not None
+        saved = pl.read_parquet(out / "answers" / engine / f"{qid}.parquet")
+        assert saved.columns == list(COLUMNS[qid]) and saved.height == answer(qid, market_tiny, params).height
+    for bench, cap in (("M-W", BulkLoad), ("M-SE", Storage)):
+        expected = "ok" if issubclass(cls, cap) else "not_applicable"
+        assert by_id[bench].status == expected, f"{bench}: {by_id[bench].status} {by_id[bench].reason}"
+
+
+def test_the_market_suite_refuses_the_paper_dataset(tiny: Dataset, tmp_path: Path) -> None:
+    with pytest.raises(RunError, match="--suite market runs on the market dataset"):
+        run(run_config(engines=["duckdb"], data=tiny.root, out=tmp_path / "r", seed=7, suite="market"))
+    assert not (tmp_path / "r" / "results.json").exists()
+
+
+def test_an_engine_without_the_capability_is_recorded_with_the_reason(market_tiny: Dataset, tmp_path: Path) -> None:
+    lacking = [n for n in engine_infos() if n != "kdb" and availability(n).available
+               and not issubclass(adapter_class(n), Market) and not issubclass(adapter_class(n), Server)]
+    if not lacking:
+        pytest.skip("every available embedded engine has the market capability")
+    out = tmp_path / "r"
+    run(run_config(engines=lacking[:1], data=market_tiny.root, out=out, seed=SEED, suite="market",
+                   protocol=Protocol(repetitions=1)))
+    records = json.loads((out / "results.json").read_text())["records"]
+    assert records and all(r["status"] == "unsupported" and "market" in r["reason"] for r in records)

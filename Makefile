@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv run run-paper test test-fast lint bench-generator bench-market-generator bench-ingest install-servers screenshot clean
+.PHONY: venv run run-paper run-market test test-fast lint bench-generator bench-market-generator bench-ingest install-servers screenshot clean
 
 # tickbench, then every engine's client (each engine folder's engine.toml names its own)
 $(STAMP): pyproject.toml $(wildcard src/tickbench/engines/*/engine.toml)
@@ -39,6 +39,19 @@ run-paper: venv
 	  $(BIN)/tickbench run --engines $(PAPER_ENGINES) --scale 1 --seed 7 --repetitions $(PAPER_REPETITIONS) \
 	    --load-timeout $(PAPER_LOAD_TIMEOUT) --cell-budget $(PAPER_CELL_BUDGET) \
 	    --out results/paper; \
+	fi
+
+## run-market: the market suite's reference run (SF 1, N = 1,000 instruments: about 50 M quotes and
+## 5 M trades over 20 days): generate (or reuse) the market dataset, run the market suite on every
+## engine installed here, verify, write results/market. An interrupted run continues where it stopped.
+MARKET_REPETITIONS ?= 5
+run-market: venv
+	@if [ -f results/market/results.json ]; then \
+	  $(BIN)/tickbench run --resume results/market; \
+	else \
+	  $(BIN)/tickbench run --engines all --suite market --scale 1 --universe 1000 --seed 7 \
+	    --repetitions $(MARKET_REPETITIONS) --load-timeout $(PAPER_LOAD_TIMEOUT) --cell-budget $(PAPER_CELL_BUDGET) \
+	    --out results/market; \
 	fi
 
 ## test: the whole test suite (server tests need `make install-servers` first; CI does it)

@@ -184,6 +184,8 @@ def run_cmd(
     ] = 60.0,
     save_answers: Annotated[bool, typer.Option(help="write answers/<engine>/<ID>.parquet")] = False,
     jobs: Annotated[int, typer.Option(help="generator worker processes")] = 2,
+    universe: Annotated[int, typer.Option(
+        help="instruments of the market dataset when the market suite generates it")] = DEFAULT_UNIVERSE,
     resume: Annotated[
         Path | None, typer.Option(help="continue the interrupted run in this directory (its settings are reused)")
     ] = None,
@@ -241,10 +243,11 @@ def run_cmd(
                                 for o in s.options} for s in picked}
         except OptionError as exc:
             raise RunError(str(exc)) from None
-        if data is None:
+        if data is None:  # the dataset of the suites' kind, generated (or reused) at the given scale
             check_scale(scale)
-            data = default_data_dir(scale, seed, 0)
-            _generate(data, scale, seed, 0, jobs)
+            kind = MARKET if all(s.dataset_kind == MARKET for s in picked) else PAPER
+            data = default_data_dir(scale, seed, 0, kind, universe)
+            _generate(data, scale, seed, 0, jobs, dataset=kind, universe=universe if kind == MARKET else None)
         out = out or Path("results") / dt.datetime.now().strftime("run-%Y%m%d-%H%M%S")
         cfg = RunConfig(
             engines=names, data=data, out=out, seed=seed, suites=picked, suite=suite,

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import MARKET_TINY
 from tickbench.data.dataset import Dataset
-from tickbench.engines.base import BulkLoad, Market, Server, Storage
+from tickbench.engines.base import Market, MarketBulkLoad, MarketStorage, Server
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.market_params import read_params_json
 from tickbench.market_reference import COLUMNS, answer
@@ -60,7 +60,7 @@ def test_market_suite_verifies(engine: str, market_tiny: Dataset, tmp_path: Path
         assert rec.verified is True and rec.stats is not None and rec.query is not None
         saved = pl.read_parquet(out / "answers" / engine / f"{qid}.parquet")
         assert saved.columns == list(COLUMNS[qid]) and saved.height == answer(qid, market_tiny, params).height
-    for bench, cap in (("M-W", BulkLoad), ("M-SE", Storage)):
+    for bench, cap in (("M-W", MarketBulkLoad), ("M-SE", MarketStorage)):
         expected = "ok" if issubclass(cls, cap) else "not_applicable"
         assert by_id[bench].status == expected, f"{bench}: {by_id[bench].status} {by_id[bench].reason}"
 

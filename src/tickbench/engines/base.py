@@ -29,7 +29,8 @@ runner and the suites check with ``isinstance`` / ``issubclass``, never by probi
 * :class:`Storage` — SE: the bytes the engine uses on disk for the loaded period;
 * :class:`Ingest` — the ingest suites (tick latency, stream, durability): an ingest store,
   writer clients, read-back, durability settings;
-* :class:`Market` — the market suite: the market dataset's tables and its M- queries;
+* :class:`Market` — the market suite: the market dataset's tables and its M- queries, with
+  :class:`MarketBulkLoad` (M-W) and :class:`MarketStorage` (M-SE);
 * :class:`EngineTime` — the engine reports each query's own (server-side) time;
 * :class:`SharedReaders` — concurrency clients as processes of their own, each opening the
   loaded store beside the others (without it, clients are threads of one process);
@@ -495,20 +496,41 @@ class EngineTime(ABC):
 
 
 class Market(ABC):
-    """Capability: the market suite (SPEC §2.3). On a market dataset (``dataset.kind ==
-    "market"``) the adapter's :meth:`Engine.load` creates the market schema in the engine's own
-    idiom (instruments, quotes and trades: types, sort keys, partitioning, compression) and loads
-    the dataset's 20 days; ``run_query`` runs ``queries/M-*.<ext>`` bound to the market
-    parameters (:meth:`tickbench.market_params.MarketParams.bindings`); and, where the engine
-    has them, :meth:`BulkLoad.bulk_load` loads day D's quotes and trades (M-W) and
-    :meth:`Storage.storage_bytes` measures the loaded 20 days (M-SE). An M- query the engine
-    cannot answer is declared in ``engine.toml``'s ``[unsupported]`` with the reason."""
+    """Capability: the market suite (SPEC §2.3) on a market dataset (``dataset.kind ==
+    "market"``): :meth:`load_market` creates the market schema in the engine's own idiom
+    (instruments, quotes and trades: types, sort keys, partitioning, compression) and loads the
+    dataset's 20 days; ``run_query`` runs ``queries/M-*.<ext>`` bound to the market parameters
+    (:meth:`tickbench.market_params.MarketParams.bindings`). An M- query the engine cannot answer
+    is declared in ``engine.toml``'s ``[unsupported]`` with the reason. The market suite calls
+    these instead of :meth:`Engine.load`; an engine keeps its market code in a module of its own."""
 
     @abstractmethod
     def load_market(self) -> int:
         """Create the market schema and load the dataset's instruments, quotes and trades (every
-        day of M), durably; return the rows loaded. :meth:`Engine.load` calls it on a market
-        dataset."""
+        day of ``params.load_days()``), durably; return the rows loaded."""
+
+
+class MarketBulkLoad(ABC):
+    """Capability: M-W, the bulk load of a market dataset's day D (quotes and trades)."""
+
+    @abstractmethod
+    def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """Load day D's quotes and trades from ``fmt`` ("csv": ``dataset.csv_file(table)``, or
+        "parquet": the day's part files) into a fresh durable store in ``scratch``, built as the
+        market query store is, through tickbench's load path; return when committed."""
+
+    @abstractmethod
+    def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """The engine's own simplest bulk path on the same files, for comparison with M-W."""
+
+
+class MarketStorage(ABC):
+    """Capability: M-SE, the bytes on disk of the loaded market days."""
+
+    @abstractmethod
+    def market_storage_bytes(self) -> dict[str, int]:
+        """Bytes the engine uses on disk for the loaded 20 days, once settled, keyed by what was
+        measured (the first is M-SE's figure)."""
 
 
 class Server(ABC):  # noqa: B024 - a capability with nothing to add to Engine's methods
@@ -582,6 +604,7 @@ class Ingest(ABC):
 
 #: The capability classes, by the name the support matrix and messages use.
 CAPABILITIES: dict[str, type] = {"bulk load": BulkLoad, "storage": Storage, "ingest": Ingest, "market": Market,
+                                 "market bulk load": MarketBulkLoad, "market storage": MarketStorage,
                                  "engine time": EngineTime, "shared readers": SharedReaders, "server": Server}
 
 

@@ -73,6 +73,10 @@ class RunnableSuite(typing.Protocol):
         """The kind of dataset it runs on (``paper`` or ``market``)."""
 
     @property
+    def load_op(self) -> str:
+        """The engine-process operation that loads its data (``load``, or one of its ``worker_ops``)."""
+
+    @property
     def endpoint_refusal(self) -> str | None:
         """Why the suite cannot run against a server tickbench does not run (``--endpoint``),
         or ``None`` when it can."""
@@ -338,7 +342,7 @@ class Worker:
             if clock is not None:
                 clock.announce("loading")
             try:
-                reply = self.proc.call(timeout, op="load")
+                reply = self.proc.call(timeout, op=self.ctx.suite.load_op)
             except CellTimeout:
                 raise CellTimeout(f"the load took longer than {timeout:g} s (raise it with --load-timeout)") from None
             finally:

@@ -111,6 +111,8 @@ class Suite(ABC):
     worker_ops: ClassVar[dict[str, WorkerOp]] = {}
     #: The kind of dataset the suite runs on: ``paper`` (SPEC §1) or ``market`` (§1.3).
     dataset_kind: ClassVar[str] = "paper"
+    #: The engine-process operation that loads the suite's data (a core one, or one of its own).
+    load_op: ClassVar[str] = "load"
     #: Why the suite cannot run against an external endpoint (``None``: it can). Refused
     #: unless a suite says otherwise: a new suite is never let loose on a user's own server.
     endpoint_refusal: ClassVar[str | None] = UNDECLARED_ENDPOINT

@@ -19,7 +19,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import verify
-from tickbench.engines.base import BulkLoad, EngineInfo, Storage
+from tickbench.engines.base import BulkLoad, EngineInfo, MarketBulkLoad, MarketStorage, Storage
 from tickbench.results import Memory, QueryText, Record, Stats
 from tickbench.run.cell import CellContext, Worker
 from tickbench.run.environment import drop_page_cache
@@ -73,8 +73,8 @@ def query_text(info: EngineInfo, qid: str) -> QueryText | None:
 #: (the published suite's W and SE, the market suite's M-W and M-SE).
 NEEDS: dict[str, tuple[type, str]] = {"W": (BulkLoad, "no bulk-load capability"),
                                       "SE": (Storage, "no storage capability"),
-                                      "M-W": (BulkLoad, "no bulk-load capability"),
-                                      "M-SE": (Storage, "no storage capability")}
+                                      "M-W": (MarketBulkLoad, "no market bulk-load capability"),
+                                      "M-SE": (MarketStorage, "no market storage capability")}
 
 
 def missing(engine: type[Engine], info: EngineInfo, bench: str) -> str | None:
@@ -90,13 +90,14 @@ class Cells:
     ``se_id``, over the days of ``period``)."""
 
     def __init__(self, ctx: CellContext, worker: Worker, period: list[str], w_id: str = "W",
-                 se_id: str = "SE") -> None:
+                 se_id: str = "SE", bulk_op: str = "bulk", storage_op: str = "storage") -> None:
         self.ctx = ctx
         self.worker = worker
         self.info = ctx.info
         self.protocol = ctx.protocol
         self.period = period
         self.w_id, self.se_id = w_id, se_id
+        self.bulk_op, self.storage_op = bulk_op, storage_op  # the engine-process operations they call
 
     def query(self, qid: str) -> Record:
         info, proto = self.info, self.protocol
@@ -163,13 +164,13 @@ class Cells:
         self.worker.call(timeout, op="start")
         cache = "OS page cache dropped" if dropped else "OS page cache not dropped (not permitted)"
         if not self.ctx.engine.persistent:
-            self.worker.call(timeout, op="load")
+            self.worker.call(timeout, op=self.ctx.suite.load_op)
             return f"in-memory engine: data reloaded before each repetition; {cache}"
         return f"engine restarted; {cache}"
 
     def _load_figures(self, fmt: str, baseline: bool) -> dict[str, Any]:
         scratch = self.ctx.workdir / "w" / ("baseline" if baseline else "tickbench") / fmt
-        r = self.worker.call(self.protocol.load_timeout_s, op="bulk", fmt=fmt, baseline=baseline,
+        r = self.worker.call(self.protocol.load_timeout_s, op=self.bulk_op, fmt=fmt, baseline=baseline,
                              scratch=str(scratch))
         seconds = r["ns"] / 1e9
         return {"seconds": seconds, "rows": r["rows"], "input_bytes": r["input_bytes"],
@@ -221,7 +222,7 @@ class Cells:
         return self.worker.attempt(self.se_id, self._se)
 
     def _se(self) -> Record:
-        measured: dict[str, int] = self.worker.call(self.protocol.load_timeout_s, op="storage")["bytes"]
+        measured: dict[str, int] = self.worker.call(self.protocol.load_timeout_s, op=self.storage_op)["bytes"]
         primary_key = next(iter(measured))
         sizes = self.ctx.ds.sizes(self.period)
         primary = measured[primary_key]

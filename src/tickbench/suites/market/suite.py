@@ -18,7 +18,7 @@ from tickbench.suites.base import Options, Suite, WorkerOp
 from tickbench.suites.cells import Cells, LoadStorageFigures
 from tickbench.suites.market import BY_ID, LOADS, QUERY_IDS
 from tickbench.suites.market import report as report_module
-from tickbench.suites.published.ops import bulk_op, storage_op
+from tickbench.suites.market.ops import bulk_op, load_op, storage_op
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine, EngineInfo
@@ -35,7 +35,9 @@ class MarketSuite(Suite):
     figures_model = LoadStorageFigures
     own_sections = True
     report: ClassVar[ModuleType | None] = report_module
-    worker_ops: ClassVar[dict[str, WorkerOp]] = {"bulk": bulk_op, "storage": storage_op}
+    worker_ops: ClassVar[dict[str, WorkerOp]] = {"market_load": load_op, "market_bulk": bulk_op,
+                                                  "market_storage": storage_op}
+    load_op = "market_load"
     endpoint_refusal = ("its tables (instruments, quotes, trades) are not yet created in a namespace of their own "
                         "on a user's server; run it on a server tickbench starts")
 
@@ -72,7 +74,8 @@ class MarketSuite(Suite):
             worker.kill()
             ctx.all_failed(todo, exc)
             return
-        cells = Cells(ctx, worker, list(params.M), w_id="M-W", se_id="M-SE")
+        cells = Cells(ctx, worker, list(params.M), w_id="M-W", se_id="M-SE", bulk_op="market_bulk",
+                      storage_op="market_storage")
         try:
             for bench in todo:
                 if bench == "M-W":

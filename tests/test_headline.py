@@ -9,10 +9,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TINY_SEED
-from tests.synthetic import many_engines, real_run
+from tests.synthetic import many_engines, real_run, report_markdown, scaled
 from tickbench.docs import replace_block
-from tickbench.results import Results
+from tickbench.report import html
+from tickbench.report.cells import transport_bound
+from tickbench.results import Record, Results, Stats
 from tickbench.suites.published import BENCHMARKS, QUERY_IDS, headline, paper
+from tickbench.suites.published.summary import standings
+from tickbench.suites.registry import suites
 
 
 @pytest.fixture(scope="module")
@@ -141,3 +145,43 @@ def test_headline_shows_point_lookups_from_a_scaling_run_of_the_same_engine(real
     row = next(line for line in text.splitlines() if line.startswith("| duckdb | 0.03"))
     assert "| 0.04 ✔ | 0.5: 39.0 → 39.0 → 39.0 · 1: 40.0 → 41.0 → 45.0 |" in row, row
     assert "scaling suite at SF 0.5 and 1:" in text and "differ by scale factor only" in text
+
+
+def _with_server_time(rec: Record, client_ms: float, server_ms: float) -> Record:
+    samples = [int(client_ms * 1e6)] * 3
+    return rec.model_copy(update={"samples_ns": samples, "stats": Stats.of(samples),
+                                  "server_samples_ns": [int(server_ms * 1e6)] * 3})
+
+
+def test_transport_bound_cells_are_marked_with_their_gap(real: Results) -> None:
+    """A cell whose client time exceeds the engine's own by more than max(20 %, 5 ms) is marked,
+    with the gap, in the README headline and both reports; one within either bound is not."""
+    by_id = {r.benchmark: r for r in real.records}
+    crafted = [_with_server_time(by_id["O-S"], 100.0, 70.0),  # 30 ms, 30 %: marked
+               _with_server_time(by_id["T-V1"], 100.0, 85.0),  # 15 ms but 15 %: not
+               _with_server_time(by_id["O-T"], 10.0, 6.0)]  # 40 % but 4 ms: not
+    records = [next((c for c in crafted if c.benchmark == r.benchmark), r) for r in real.records]
+    results = real.model_copy(update={"records": records})
+    assert [transport_bound(r) for r in crafted] == [True, False, False]
+    text = headline.render(results, "make run-paper", "quiet")
+    row = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    assert "⚠ transport-bound (+30.0 ms)" in row["O-S"]
+    assert "transport-bound" not in row["T-V1"] and "transport-bound" not in row["O-T"]
+    md = report_markdown(results)
+    assert md.count("⚠ transport-bound (+30.0 ms)") >= 1 and "(+15.0 ms)" not in md
+    assert "⚠ transport-bound (+30.0 ms)" in html.render(results, suites().values())
+
+
+def test_an_in_memory_engine_is_ranked_apart(real: Results) -> None:
+    """Polars (kind in-memory) faster than every database on every query is shown as the
+    in-memory reference and never ranked among the fastest."""
+    many = many_engines(real)
+    fast = [scaled(r, 0.01, "polars") for r in real.records if r.engine == "duckdb"]
+    engines = {**many.environment.engines, "polars": {"available": True, "kind": "in-memory"}}
+    results = many.model_copy(update={"records": [*many.records, *fast],
+                                      "environment": many.environment.model_copy(update={"engines": engines})})
+    assert all("polars" not in [s.engine for s in rows] for rows in standings(results).values())
+    text = headline.render(results, "make run-paper", "quiet")
+    assert "polars (in-memory reference)" in text.splitlines()[2] and "never ranked" in text
+    md = report_markdown(results)
+    assert "polars (in-memory reference)" in md and "Ranked apart as the in-memory reference: polars" in md

@@ -58,6 +58,9 @@ class LoadStorageFigures(BaseModel):
     rows: int | None = None
     pct_of_csv: float | None = None
     pct_of_parquet: float | None = None
+    #: A query cell's harness share: its median client time less the median of the engine's own
+    #: times (ms), where the engine reports its own (report.cells.transport_bound judges it).
+    harness_ms: float | None = None
 
 
 def query_text(info: EngineInfo, qid: str) -> QueryText | None:
@@ -153,9 +156,13 @@ class Cells:
         elif memories:
             memory = Memory(bytes=max(memories), kind=first["memory_kind"])
         notes = "; ".join(x for x in (first.get("notes", ""), stopped) if x)
+        # The harness share: what the client waited beyond the engine's own time (the result's
+        # transport and the client), where the engine reports its own.
+        figures = ({"harness_ms": statistics.median(samples) / 1e6 - statistics.median(server) / 1e6}
+                   if server else {})
         return self.ctx.make(qid, "ok", verified=True, mode=mode, cold_note=cold_note, samples_ns=samples,
                              server_samples_ns=server, stats=Stats.of(samples), memory=memory,
-                             rows=expected.height, query=query, notes=notes, plan=plan)
+                             rows=expected.height, query=query, notes=notes, plan=plan, figures=figures)
 
     def _cold_restart(self) -> str:
         timeout = self.protocol.load_timeout_s

@@ -134,3 +134,12 @@ def test_two_real_runs_of_the_same_seed_are_not_flagged(real: Results, tiny_dir:
     again = real_run(tiny_dir, tmp_path / "again", TINY_SEED, repetitions=3)
     c = compare(real, again, SUITES)
     assert not [x for x in c.flagged if x.cell in QUERY_IDS], [(x.cell, x.why) for x in c.flagged]
+
+
+def test_runs_of_other_seeds_are_refused(real: Results) -> None:
+    """Two runs of one dataset with different seeds drew different probe times: their O-T and
+    O-NBBO measured other lookups, so nothing is compared, and the message says why."""
+    other = real.model_copy(update={"seed": real.seed + 1,
+                                    "params": {**real.params, "ot_times": list(reversed(real.params["ot_times"]))}})
+    with pytest.raises(CompareRefused, match=rf"different seeds \({real.seed} / {real.seed + 1}\)"):
+        compare(real, other, SUITES)

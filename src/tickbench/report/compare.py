@@ -56,8 +56,6 @@ SPREAD_FACTOR = 3.0
 DEFAULT_MIN_RATIO = 1.2
 BAD = ("wrong", "error", "timeout")
 NOT_TESTED = "fewer than 2 samples: not tested"
-# The run parameters its dataset determines (the rest, the probe times, come from the run's seed).
-DATASET_PARAMS = ("day", "week", "month", "symbol", "multi_day")
 
 
 class CompareRefused(Exception):
@@ -168,13 +166,14 @@ def compare(a: Results, b: Results, suites: Iterable[ReportSuite], min_ratio: fl
             f"the runs used different datasets: A {a.run_id} has content hash {a.dataset.content_hash}, "
             f"B {b.run_id} has {b.dataset.content_hash}; every cell differs in what it measured, nothing "
             "is compared")
-    params = [f"{k} {a.params.get(k)!r} / {b.params.get(k)!r}" for k in DATASET_PARAMS
-              if a.params.get(k) != b.params.get(k)]
-    if params:
+    differ = sorted(k for k in {*a.params, *b.params} if a.params.get(k) != b.params.get(k))
+    if differ:
+        why = (f"they drew them from different seeds ({a.seed} / {b.seed})" if a.seed != b.seed else
+               "the content hash does not cover the dataset's own parameters, so one run used an edited manifest")
+        shown = "; ".join(f"{k} {str(a.params.get(k))[:60]} / {str(b.params.get(k))[:60]}" for k in differ[:4])
         raise CompareRefused(
-            f"the runs name one dataset ({a.dataset.content_hash}) but different parameters: {'; '.join(params)} "
-            f"(A {a.run_id} / B {b.run_id}). The content hash does not cover them, so one run used an edited "
-            "manifest; nothing is compared")
+            f"the runs name one dataset ({a.dataset.content_hash}) but measured different parameters: {shown} "
+            f"(A {a.run_id} / B {b.run_id}): {why}; nothing is compared")
     changed = _changed(a, b)
     if changed and not skip_changed:
         raise CompareRefused("the native query text differs in these cells, so they measured different "

@@ -57,7 +57,7 @@ def engine(request: pytest.FixtureRequest, server_tmp: Path, tiny: Dataset,
         cls.probe()
     except EngineUnavailable as exc:
         pytest.skip(f"{name} is not available here: {exc}")
-    e = cls(server_tmp / name, tiny, tiny_params)
+    e = cls(engine_infos()[name], server_tmp / name, tiny, tiny_params)
     e.start()
     try:
         yield e

@@ -163,3 +163,26 @@ def test_a_default_tick_latency_run_is_bounded_by_the_cell_budget(tiny_dir: Path
         assert 0 < f["written"] < 3 * f["events"]  # type: ignore[index,operator]  # 3 repetitions asked
         assert f["events_per_s"] > 0 and f["latency"]["count"] > 0  # type: ignore[index,operator]
         assert "stopped at the cell budget of 3 s" in str(r["notes"])
+
+
+@pytest.mark.server
+def test_a_run_under_a_private_directory_runs_its_servers(tiny_dir: Path, tmp_path: Path) -> None:
+    """--out under a 0700 directory (as `mktemp -d` makes): the server engine's user cannot enter
+    it, so its working directory goes to a directory of the run's own that it can, removed at
+    the end; every cell verifies."""
+    if os.geteuid() != 0:
+        pytest.skip("servers run as tickbench's service user only when tickbench runs as root")
+    if not (avail := availability("postgres")).available:
+        pytest.skip(f"postgres not available here: {avail.reason}")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    private.chmod(0o700)
+    out = private / "run"
+    done = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--engines", "postgres", "--data",
+                           str(tiny_dir), "--out", str(out), "--repetitions", "1"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert "private" in done.stderr and "/var/tmp/tickbench-work-" in done.stderr
+    assert {r["status"] for r in _records(out)} == {"ok"}
+    moved = done.stderr.split("/var/tmp/tickbench-work-", 1)[1].split(",")[0].split()[0]
+    assert not Path("/var/tmp/tickbench-work-" + moved).exists() and not (out / ".work-root").exists()

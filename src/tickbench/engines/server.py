@@ -187,15 +187,43 @@ def as_user(argv: Sequence[str], user: str | None) -> list[str]:
 def check_reachable(path: Path, user: str | None, server: str = "the server") -> None:
     """Raise if ``user`` (the server's) cannot reach ``path``: every directory above it must be
     searchable by others (``chmod o+x``) or belong to that user."""
+    parent = unreachable(path, user)
+    if parent is not None:
+        raise EngineUnavailable(
+            f"{server} runs as {user!r}, which cannot enter {parent} (mode "
+            f"{stat.S_IMODE(parent.stat().st_mode):o}) to reach {path}; use a working directory it can reach")
+
+
+SHARED_TMP = "/var/tmp"  # every user can enter it (mode 1777), and it outlives a reboot's /tmp cleaning
+
+
+def unreachable(path: Path, user: str | None) -> Path | None:
+    """The first directory above ``path`` that ``user`` cannot enter (neither searchable by
+    others nor its own), or ``None`` when ``user`` reaches ``path`` (or there is no such user)."""
     if user is None:
-        return
+        return None
     uid = pwd.getpwnam(user).pw_uid
     for parent in path.resolve().parents:
         st = parent.stat()
         if st.st_uid != uid and not st.st_mode & stat.S_IXOTH:
-            raise EngineUnavailable(
-                f"{server} runs as {user!r}, which cannot enter {parent} (mode "
-                f"{stat.S_IMODE(st.st_mode):o}) to reach {path}; use a working directory it can reach")
+            return parent
+    return None
+
+
+def reachable_work_root(wanted: Path) -> tuple[Path, str]:
+    """Where a run's engine working directories go: ``wanted`` when the servers' user reaches it
+    (and always when tickbench is not root), else a directory of the run's own under the
+    machine's shared temporary directory (``/var/tmp``), which every user can enter: a run whose
+    ``--out`` lies under a private directory (``mktemp -d``) still runs its server engines there.
+    Returns the root and a note for the run's record ("" for ``wanted``)."""
+    user = ensure_service_user()
+    blocked = unreachable(wanted, user)
+    if blocked is None:
+        return wanted, ""
+    root = Path(tempfile.mkdtemp(prefix="tickbench-work-", dir=SHARED_TMP))
+    root.chmod(0o711)  # the servers' user enters it; it lists nothing in it
+    return root, (f"{blocked} is private (the servers' user {user!r} cannot enter it), so the engines' working "
+                  f"directories were in {root}, removed when done")
 
 
 def run_tool(argv: Sequence[str], env: dict[str, str] | None = None, what: str | None = None) -> str:

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import uuid
@@ -25,7 +26,7 @@ from typing import Any
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import ENDPOINTS_ENV, Endpoint, EngineUnavailable, Server
 from tickbench.engines.registry import adapter, adapter_class, availability, engine_infos
-from tickbench.engines.server import stop_leftovers
+from tickbench.engines.server import reachable_work_root, stop_leftovers
 from tickbench.params import RunParams, params_for
 from tickbench.reference import answers_for
 from tickbench.results import DatasetInfo, Record, Results, RunSettings, V1Names, read_results
@@ -336,8 +337,12 @@ def _run(cfg: RunConfig, ds: Dataset, params: RunParams, progress: Progress | No
         results = _new_results(cfg, ds, params)
     # Servers an earlier run of this directory started and could not stop (it was killed).
     stop_leftovers(cfg.out / "work")
+    if (earlier := _recorded_work_root(cfg.out)) is not None:
+        stop_leftovers(earlier)
+        shutil.rmtree(earlier, ignore_errors=True)  # a killed run's; this run makes its own
+    work = _work_root(cfg)
     done_cells = {(r.engine, r.benchmark) for r in results.records}
-    _write(results, results_path, cfg.out / "work")
+    _write(results, results_path, work)
     protocol = cfg.protocol
     if protocol.save_answers is not None:
         protocol = Protocol(**{**protocol.__dict__, "save_answers": cfg.out / "answers"})
@@ -353,7 +358,7 @@ def _run(cfg: RunConfig, ds: Dataset, params: RunParams, progress: Progress | No
             continue
         done = len(cells) - len(todo_all)
         recorded: set[str] = set()
-        workdir = cfg.out / "work" / name
+        workdir = work / name
         meta: dict[str, Any] = {}
 
         def announce(what: str, name: str = name, total: int = len(cells)) -> None:
@@ -415,7 +420,7 @@ def _run(cfg: RunConfig, ds: Dataset, params: RunParams, progress: Progress | No
             results.environment.engines[name] = {"available": True, "kind": infos[name].kind, **meta,
                                                  "interrupted": stop.signame}
             _write(results, results_path, workdir)
-            shutil.rmtree(cfg.out / "work", ignore_errors=True)
+            _remove_work_root(cfg.out, work)
             raise RunInterrupted(stop.signame, len(left)) from None
         if "version" not in meta:
             meta.update(_engine_meta(name))
@@ -423,8 +428,47 @@ def _run(cfg: RunConfig, ds: Dataset, params: RunParams, progress: Progress | No
         results.environment.runner_peak_rss_bytes = own_peak_rss()
         _write(results, results_path, workdir)
         shutil.rmtree(workdir, ignore_errors=True)
-    shutil.rmtree(cfg.out / "work", ignore_errors=True)
+    _remove_work_root(cfg.out, work)
     return results
+
+
+WORK_ROOT_FILE = ".work-root"  # in --out: where the engines' working directories are, when not in --out/work
+
+
+def _work_root(cfg: RunConfig) -> Path:
+    """The root of the engines' working directories: ``--out/work``, or, when a server engine of
+    the run could not reach it (a private ``--out``), a directory of its own that it can
+    (:func:`tickbench.engines.server.reachable_work_root`), recorded in ``--out`` so that a
+    resumed run finds what a killed one left there."""
+    wanted = cfg.out / "work"
+    servers = [n for n in cfg.engines if n not in cfg.endpoints and issubclass(adapter_class(n), Server)]
+    if not servers:
+        return wanted
+    root, note = reachable_work_root(wanted)
+    if root != wanted:
+        (cfg.out / WORK_ROOT_FILE).write_text(str(root))
+        print_note(note)
+    return root
+
+
+def _recorded_work_root(out: Path) -> Path | None:
+    """The working-directory root an earlier run of ``out`` recorded, if it is one of tickbench's."""
+    try:
+        root = Path((out / WORK_ROOT_FILE).read_text().strip())
+    except OSError:
+        return None
+    return root if root.name.startswith("tickbench-work-") and root.is_dir() else None
+
+
+def _remove_work_root(out: Path, work: Path) -> None:
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(out / "work", ignore_errors=True)
+    (out / WORK_ROOT_FILE).unlink(missing_ok=True)
+
+
+def print_note(text: str) -> None:
+    """A note for the user on standard error (the run goes on)."""
+    print(f"note: {text}", file=sys.stderr)
 
 
 def _write(results: Results, path: Path, workdir: Path) -> None:

@@ -103,11 +103,11 @@ def test_tied_trades_get_distinct_series() -> None:
 @pytest.mark.server
 @needs_install
 def test_install_is_idempotent() -> None:
-    from tickbench.engines.influxdb.adapter import bin_dir
+    from tickbench.engines.influxdb.adapter import VERSION, bin_dir
 
     cls = adapter_class("influxdb")
     before = {b: (bin_dir() / b).stat().st_mtime_ns for b in ("influxd", "influx")}
-    assert cls.install() == cls.probe() == "1.8.10"
+    assert cls.install() == cls.probe() == VERSION
     assert {b: (bin_dir() / b).stat().st_mtime_ns for b in ("influxd", "influx")} == before
 
 

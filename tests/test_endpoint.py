@@ -336,11 +336,11 @@ def test_questdb_endpoint_runs_verifies_refuses_and_drops(questdb: QuestDB, tiny
 
 @pytest.fixture(scope="module")
 def influxdb() -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
-    """influxd 1.8 (the binary `tickbench install influxdb` built) started here: a temporary
+    """influxd (the binary `tickbench install influxdb` built) started here: a temporary
     root, every listener on 127.0.0.1 and a free port."""
-    from tickbench.engines.server import tools_dir
+    from tickbench.engines.influxdb.adapter import bin_dir
 
-    binary = tools_dir() / "influxdb" / "influxd"
+    binary = bin_dir() / "influxd"
     if not binary.is_file():
         pytest.skip("InfluxDB is not installed (`tickbench install influxdb`)")
     root = Path(tempfile.mkdtemp(prefix="tb-ext-influx-"))
@@ -392,6 +392,8 @@ def test_influxdb_endpoint_runs_verifies_refuses_and_drops(influxdb: tuple[int, 
                       "--out", str(tmp_path / "run"), "--repetitions", "1")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     info = _check_results(tmp_path / "run", "influxdb", http, "no-secret-here-" + "x" * 8)
-    assert info["endpoint"]["server_version"].startswith("InfluxDB 1.8")
+    from tickbench.engines.influxdb.adapter import VERSION
+
+    assert info["endpoint"]["server_version"] == f"InfluxDB {VERSION}"
     assert "tickbench" not in _influx(http, "SHOW DATABASES")
     assert proc.poll() is None and proc.pid == pid

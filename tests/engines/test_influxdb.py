@@ -103,11 +103,11 @@ def test_tied_trades_get_distinct_series() -> None:
 @pytest.mark.server
 @needs_install
 def test_install_is_idempotent() -> None:
-    from tickbench.engines.influxdb.adapter import bin_dir
+    from tickbench.engines.influxdb.adapter import VERSION, bin_dir
 
     cls = adapter_class("influxdb")
     before = {b: (bin_dir() / b).stat().st_mtime_ns for b in ("influxd", "influx")}
-    assert cls.install() == cls.probe() == "1.8.10"
+    assert cls.install() == cls.probe() == VERSION
     assert {b: (bin_dir() / b).stat().st_mtime_ns for b in ("influxd", "influx")} == before
 
 
@@ -258,3 +258,42 @@ def test_lookback_rounds_find_the_newest_point_behind_gaps(tiny: Dataset, tiny_p
     assert got["a1size"].to_list() == [w["a1size"].item() for w in want]
     # each gap probe's answer lies before its gap: the later rounds found it
     assert [got["ts"][i] < gaps[i - 7][0] for i in (7, 8, 9)] == [True] * 3
+
+
+@pytest.mark.server
+@needs_install
+def test_o_s_takes_min_and_max_over_all_forty_prices(tiny: Dataset, tiny_params: QueryParams,
+                                                     workdir: Path) -> None:
+    """O-S's arithmetic levels reach every price: in the generated book a1price is always the
+    lowest ask and b1price the highest bid, so an answer from those two alone would verify. Here
+    each snapshot's 20 ask prices and 20 bid prices are shuffled among their fields (a row of its
+    own order each), and the answer must still be min(asks) − max(bids), within the tolerance."""
+    import numpy as np
+
+    from tickbench.engines.influxdb.adapter import DB
+    from tickbench.run.visibility import wait_visible
+    from tickbench.verify import compare, normalize
+
+    asks, bids = [f"a{i}price" for i in range(1, 21)], [f"b{i}price" for i in range(1, 21)]
+    book = pl.concat([pl.read_parquet(f) for f in tiny.files("book", [tiny_params.day])])
+    rng = np.random.default_rng(7)
+    for side in (asks, bids):
+        values = book.select(side).to_numpy()
+        order = rng.permuted(np.tile(np.arange(20), (len(values), 1)), axis=1)
+        book = book.with_columns(pl.DataFrame(np.take_along_axis(values, order, axis=1), schema=side))
+    lowest = book.select(pl.min_horizontal(asks)).to_series()
+    assert (book["a1price"] > lowest).sum() > 0.9 * book.height  # a1price alone would not verify
+    engine = adapter_class("influxdb")(workdir, tiny, tiny_params)
+    engine.start()
+    try:
+        engine._load_frames(DB, [("book", book)], book.height)  # type: ignore[attr-defined]
+        wait_visible(engine)
+        engine.connect()  # type: ignore[attr-defined]
+        got = pl.from_arrow(engine.run_query("O-S"))
+    finally:
+        engine.stop()
+    assert isinstance(got, pl.DataFrame)
+    want = (book.filter(pl.col("sym") == tiny_params.symbol)
+            .select("ts", spread=pl.min_horizontal(asks) - pl.max_horizontal(bids)).sort("ts"))
+    assert want.height > 1000
+    assert compare(normalize(got, want), want).ok

@@ -1,4 +1,4 @@
-"""InfluxDB 1.8 (influxd built from its Go module), one server per run on 127.0.0.1.
+"""InfluxDB 1.x (influxd built from its Go module), one server per run on 127.0.0.1.
 
 Writes go over HTTP ``/write`` as line protocol built column-wise with Polars
 (:mod:`.lineprotocol`); queries are InfluxQL files sent to ``/query`` with bound parameters,
@@ -64,8 +64,11 @@ from tickbench.engines.influxdb.writer import LineTarget, Session, Writer
 from tickbench.engines.server import LOOPBACK, InstallStep, ReaderPool, ServerEngine, run_tool, tools_dir
 from tickbench.suites.published import BY_ID
 
-VERSION = "1.8.10"
+VERSION = "1.13.2"  # the newest 1.x release on the Go module proxy (engines/influxdb/README.md)
 MODULE = "github.com/influxdata/influxdb"
+# InfluxData's pkg-config stand-in, the version influxdb's go.mod pins (tools.go): asked by cgo for
+# "flux", it builds Flux's Rust library (libflux, from the flux Go module's sources) with cargo.
+PKG_CONFIG_MODULE = "github.com/influxdata/pkg-config@v0.3.0"
 HERE = Path(__file__).parent
 CONFIG = string.Template((HERE / "influxd.toml").read_text())
 SCHEMA = string.Template((HERE / "schema.influxql").read_text())
@@ -83,7 +86,8 @@ MSGPACK = "application/x-msgpack"
 QUERY_IDLE_S = 60.0
 # The durability settings: the server's [data] wal-fsync-delay, read only at startup.
 #
-# Why both are durable, from InfluxDB 1.8.10's source (tsdb/engine/tsm1/engine.go and wal.go):
+# Why both are durable, from InfluxDB's source (tsdb/engine/tsm1/engine.go and wal.go; these
+# functions are the same in 1.8.10 and 1.13.2):
 # Engine.WritePoints puts the points in the cache, then calls WAL.WriteMulti -> writeToLog,
 # which encodes the entry, appends it to the segment writer's 16 KB bufio buffer under the
 # WAL lock, queues a waiter channel, calls scheduleSync and then blocks on that channel.
@@ -105,7 +109,9 @@ INGEST_LATEST = 'SELECT last(b1price) AS b1price, a1price FROM book GROUP BY "sy
 
 
 def bin_dir() -> Path:
-    return tools_dir() / "influxdb"
+    """Where ``influxd`` and ``influx`` of :data:`VERSION` are installed: another version's
+    binaries are not this one (a version change installs anew)."""
+    return tools_dir() / "influxdb" / VERSION
 
 
 class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
@@ -151,7 +157,7 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
     @classmethod
     def probe(cls) -> str:
         cls.require_installed()
-        # "InfluxDB v1.8.10 (git: unknown unknown)"
+        # "InfluxDB 1.13.2 (git: unknown unknown)" (1.8: "InfluxDB v1.8.10 (…)")
         return run_tool([str(bin_dir() / "influxd"), "version"]).split()[1].lstrip("v")
 
     @classmethod
@@ -162,15 +168,24 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
     def install_steps(cls, stage: Path) -> list[InstallStep]:
         """Build ``influxd`` (the server) and ``influx`` (its CLI, for the baseline importer)
         from the Go module; the version is stamped in with -ldflags, as InfluxData's release
-        build does."""
-        go = shutil.which("go")
-        if go is None:
+        build does. Since 1.9 influxd links Flux's Rust library through cgo, so InfluxData's
+        pkg-config (built first, from the Go module proxy) builds it with cargo from crates."""
+        go, cargo = shutil.which("go"), shutil.which("cargo")
+        if go is None or cargo is None:
             raise EngineUnavailable(
-                "the Go toolchain (`go` 1.16 or newer, for `go install pkg@version`) builds influxd")
-        return [InstallStep([go, "install", "-ldflags", f"-X main.version={VERSION}",
+                "the Go toolchain (`go` 1.26 or newer) and Rust's `cargo` build influxd and its Flux library")
+        tool = stage / "build"
+        return [InstallStep([go, "install", PKG_CONFIG_MODULE],
+                            "building InfluxData's pkg-config (it builds Flux's library with cargo)",
+                            {"GOBIN": str(tool)}),
+                InstallStep([go, "install", "-ldflags", f"-X main.version={VERSION}",
                              f"{MODULE}/cmd/influxd@v{VERSION}", f"{MODULE}/cmd/influx@v{VERSION}"],
-                            f"building influxd and influx {VERSION} with go install (a few minutes)",
-                            {"GOBIN": str(stage)})]
+                            f"building influxd and influx {VERSION} with go install and cargo (about 10 minutes)",
+                            # Flux pins its Rust toolchain (rust-toolchain.toml), which rustup would
+                            # fetch from outside the package registries; the installed stable one
+                            # builds it (RUSTUP_TOOLCHAIN set by the user wins).
+                            {"GOBIN": str(stage), "PKG_CONFIG": str(tool / "pkg-config"),
+                             "RUSTUP_TOOLCHAIN": os.environ.get("RUSTUP_TOOLCHAIN", "stable")})]
 
     @classmethod
     def install_staged(cls, stage: Path) -> None:
@@ -412,7 +427,7 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
     def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """InfluxDB's own importer, ``influx -import``, with its defaults (5000 points per
         request, one request at a time) on a line-protocol file made from the same input:
-        InfluxDB 1.8 has no CSV or Parquet reader of its own."""
+        InfluxDB 1.x has no CSV or Parquet reader of its own."""
         frames, nbytes = self._input_frames(fmt)
         expected = sum(f.height for _, f in frames)
         db = f"baseline_{fmt}"

@@ -821,6 +821,12 @@ def _bulk_csv_task(args: tuple[str, str, list[str], str]) -> tuple[str, dict[str
     return table, {"path": rel, "rows": data.num_rows, "bytes": dest.stat().st_size}
 
 
+def bulk_csv(stage: Path, table: str, rels: list[str], rel: str) -> dict[str, Any]:
+    """Day D's CSV of ``table`` from its part files ``rels`` (see :func:`_bulk_csv_task`); its
+    manifest entry."""
+    return _bulk_csv_task((str(stage), table, rels, rel))[1]
+
+
 def _bulk_rels(parts: Iterable[cal.Partition], table: str) -> list[str]:
     return sorted(partition_path(table, p.day, p.exchange, p.sym) for p in parts if p.day == cal.BULK_DAY)
 

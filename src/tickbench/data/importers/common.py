@@ -153,12 +153,14 @@ class _Counting:
 
 
 def csv_batches(
-    path: Path, types: dict[str, pa.DataType], opts: Options, names: list[str] | None = None
+    path: Path, types: dict[str, pa.DataType], opts: Options, names: list[str] | None = None,
+    parse: pacsv.ParseOptions | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of a CSV file (gzip accepted as is), about ``opts.block_bytes`` each.
 
-    ``names`` gives the columns of a file without a header row. Columns not in ``types`` are
-    read as strings.
+    ``names`` gives the columns of a file without a header row, ``parse`` its delimiter (and
+    which malformed lines to skip) where not a comma. Columns not in ``types`` are read as
+    strings.
     """
     raw = _Counting(path)
     read = pacsv.ReadOptions(block_size=opts.block_bytes, column_names=names, use_threads=False)
@@ -167,7 +169,7 @@ def csv_batches(
                                 false_values=["false", "False", "FALSE", "0"])
     rows = 0
     try:
-        reader = pacsv.open_csv(raw.stream(path), read_options=read, convert_options=conv)
+        reader = pacsv.open_csv(raw.stream(path), read_options=read, convert_options=conv, parse_options=parse)
         for batch in reader:
             rows += batch.num_rows
             if opts.progress:
@@ -207,16 +209,16 @@ def with_row_index(df: pl.DataFrame, offset: int) -> pl.DataFrame:
     return df.with_row_index(ROW_COL, offset=offset).with_columns(pl.col(ROW_COL).cast(pl.Int64))
 
 
-def assign_sequence_ids(df: pl.DataFrame, counters: dict[tuple[str, str], int]) -> pl.DataFrame:
-    """Set ``trade_id`` to 1, 2, 3 … per (exchange, sym) in file order, continuing from
-    ``counters`` (updated) across batches and files."""
+def assign_sequence_ids(df: pl.DataFrame, counters: dict[tuple[str, str], int], col: str = "trade_id") -> pl.DataFrame:
+    """Set ``col`` (``trade_id``, a quote's ``seq``) to 1, 2, 3 … per (exchange, sym) in file
+    order, continuing from ``counters`` (updated) across batches and files."""
     n = df.with_columns(_n=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("exchange", "sym"))
     offs = pl.DataFrame(
         {"exchange": [k[0] for k in counters], "sym": [k[1] for k in counters], "_off": list(counters.values())},
         schema={"exchange": pl.String, "sym": pl.String, "_off": pl.Int64},
     )
     out = n.join(offs, on=["exchange", "sym"], how="left", maintain_order="left")
-    out = out.with_columns(trade_id=pl.col("_n") + pl.col("_off").fill_null(0)).drop("_n", "_off")
+    out = out.with_columns((pl.col("_n") + pl.col("_off").fill_null(0)).alias(col)).drop("_n", "_off")
     for ex, sym, c in n.group_by("exchange", "sym").agg(c=pl.len()).select("exchange", "sym", "c").iter_rows():
         counters[(ex, sym)] = counters.get((ex, sym), 0) + c
     return out

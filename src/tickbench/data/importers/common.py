@@ -128,14 +128,15 @@ def reading(path: Path, what: str) -> Iterator[None]:
 
 
 def header(path: Path) -> list[str]:
-    """The column names of a CSV file (gzip or plain)."""
+    """The column names of a CSV file (gzip or plain), quoted or not."""
     opener: Any = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rt", newline="") as f:
             line = f.readline()
     except (OSError, UnicodeDecodeError, EOFError) as exc:
         raise DatasetError(f"{path}: unreadable ({exc})") from exc
-    return [c.strip() for c in line.rstrip("\r\n").split(",")] if line else []
+    # a CSV writer may quote the names ("exchange","symbol",…): the names are the same
+    return [c.strip().strip('"') for c in line.rstrip("\r\n").split(",")] if line else []
 
 
 class _Counting:

@@ -33,10 +33,11 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from arcticdb.version_store.library import Library
 
-from tickbench.data.dataset import Dataset, empty_frame
+from tickbench.data.dataset import MARKET, Dataset, empty_frame
 from tickbench.data.schema import SCHEMAS
 from tickbench.engines.arcticdb.ingest import PRUNE, FramesTarget, IngestStore, Writer
 from tickbench.engines.arcticdb.layout import LIBRARY, SORT_KEYS, TABLES, VENUES, Store, symbol_name
+from tickbench.engines.arcticdb.market import ArcticMarket
 from tickbench.engines.base import (
     BulkLoad,
     Engine,
@@ -146,7 +147,7 @@ def lmdb_bytes(root: Path) -> dict[str, int]:
             "lmdb_dir_allocated": sum(p.stat().st_blocks * 512 for p in files)}
 
 
-class Adapter(Engine, BulkLoad, Storage, Ingest):
+class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest):
     ac: adb.Arctic | None = None
     store: Store | None = None
     ingest: IngestStore | None = None
@@ -180,8 +181,8 @@ class Adapter(Engine, BulkLoad, Storage, Ingest):
 
     def stop(self) -> None:
         # Dropping the last references closes the LMDB environment.
-        self.store = None
-        self.ac = None
+        self.store = self.market = None
+        self.ac = self.ac_market = None
 
     def _store(self) -> Store:
         if self.store is None:
@@ -218,6 +219,8 @@ class Adapter(Engine, BulkLoad, Storage, Ingest):
 
     def run_query(self, qid: str) -> pa.Table:
         fn: QueryFn = self._module(qid).query
+        if self.dataset.kind == MARKET:
+            return self.market_query(fn)
         return fn(self._store(), bindings(self.params.bindings())).to_arrow()
 
     def query_notes(self, qid: str) -> str:
@@ -324,7 +327,8 @@ class Adapter(Engine, BulkLoad, Storage, Ingest):
             "columns_per_segment": opts.columns_per_segment,
             "dynamic_schema": opts.dynamic_schema,
             "encoding_version": str(opts.encoding_version),
-            "layout": "one symbol per (table, instrument), ts index",
+            "layout": ("a library per table, one symbol per instrument, ts index" if self.dataset.kind == MARKET
+                       else "one symbol per (table, instrument), ts index"),
             "write_chunk_rows": CHUNK_ROWS,
             "ingest_prune_previous_versions": PRUNE,
         }

@@ -103,9 +103,9 @@ class MarketStore:
 
     def frame(self, table: str, syms: Iterable[str], date_range: tuple[pd.Timestamp, pd.Timestamp],
               columns: Sequence[str] | None = None, query: QueryBuilder | None = None,
-              schema: dict[str, pl.DataType] | None = None) -> pl.DataFrame:
+              schema: dict[str, Any] | None = None) -> pl.DataFrame:
         """:meth:`read`'s frames stacked with the instrument as column ``sym`` (each in its
-        stored order); ``schema``: the columns of an empty answer."""
+        stored order); ``schema``: the columns (name: Polars type) of an empty answer."""
         parts = [f.with_columns(sym=pl.lit(s, pl.String)) for s, f in self.read(table, syms, date_range, columns,
                                                                                   query).items() if f.height]
         if parts:

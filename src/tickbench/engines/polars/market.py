@@ -13,8 +13,8 @@ slices each frame it reads to its time range by two binary searches on ``ts``
 What is held (:data:`QUOTE_COLUMNS`, :data:`TRADE_COLUMNS`): every column the M- queries read;
 ``sym`` is the frame's key (a query adds it as a column where it groups by it), ``exchange`` an
 ``Enum`` of the dataset's venues in byte order (one byte a row), ``side`` an ``Enum`` of its two
-values. At SF 1 (N = 1,000: 50 M quotes, 5 M trades) that is about 2.8 GB, a sixth of the
-16 GiB a process may take here, so the whole month stays in memory and no query is unsupported.
+values. At SF 1 (N = 1,000: 50 M quotes, 5 M trades) that is about 2.6 GB, within the 12 GiB
+budget of a run, so the whole month stays in memory and no query is unsupported.
 
 Query contract: ``queries/M-<ID>.py`` defines::
 

@@ -42,14 +42,13 @@ from arcticdb.version_store.library import Library
 
 from tickbench.data.dataset import MARKET, Dataset
 from tickbench.engines.arcticdb.layout import VENUES, split_symbol, symbol_name
+from tickbench.engines.arcticdb.writes import OPTIONS, W_DURABILITY, lmdb_bytes, lmdb_uri, write_symbol
 from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
 
 TABLES = ("quotes", "trades")
 LIBRARIES = {"quotes": "market_quotes", "trades": "market_trades", "instruments": "market_instruments"}
 ORDER = {"quotes": ["ts", "exchange", "seq"], "trades": ["ts", "exchange", "trade_id"]}
 NS = pd.Timedelta(1, "ns")
-# The adapter's write path, LMDB URI and options are imported inside the methods that use them:
-# adapter.py imports this module for its class line.
 
 
 def market_bindings(raw: dict[str, Any]) -> dict[str, Any]:
@@ -139,8 +138,6 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage):
         return self.workdir / "market"
 
     def _open_market(self, root: Path, days: Sequence[str]) -> tuple[adb.Arctic, dict[str, Library]]:
-        from tickbench.engines.arcticdb.adapter import OPTIONS, lmdb_uri
-
         ac = adb.Arctic(lmdb_uri(root, self.dataset.sizes(days)["parquet_bytes"]),
                         output_format="POLARS")
         return ac, {t: ac.get_library(name, create_if_missing=True, library_options=OPTIONS)
@@ -159,8 +156,6 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage):
         """Write each table's frames (each a group of whole instruments, e.g. one block of the
         dataset over the days) as one symbol per instrument, in the table's order; return the
         (table, symbol) pairs written."""
-        from tickbench.engines.arcticdb.adapter import write_symbol
-
         written: list[tuple[str, str]] = []
         for table, groups in frames.items():
             seen: set[str] = set()
@@ -218,8 +213,6 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage):
 
     def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """tickbench's path: parse day D, split per instrument, write each in the store's order."""
-        from tickbench.engines.arcticdb.adapter import W_DURABILITY
-
         root = scratch / f"market_w_{fmt}"
         shutil.rmtree(root, ignore_errors=True)
         ac, libs = self._open_market(root, [self.params.D])
@@ -232,8 +225,6 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage):
 
     def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """ArcticDB's plain path: one ``lib.write(table, df)`` per table, in time order."""
-        from tickbench.engines.arcticdb.adapter import W_DURABILITY
-
         root = scratch / f"market_baseline_{fmt}"
         shutil.rmtree(root, ignore_errors=True)
         ac, libs = self._open_market(root, [self.params.D])
@@ -250,8 +241,6 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage):
 
     def market_storage_bytes(self) -> dict[str, int]:
         """M-SE: the market LMDB directory, which holds the loaded 20 days and nothing else."""
-        from tickbench.engines.arcticdb.adapter import lmdb_bytes
-
         return lmdb_bytes(self.market_root)
 
     # -- queries -------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ Two passes, memory bounded by the day (not the capture):
    day and a block of instruments at a time (contiguous in byte order of ``sym``, about
    :data:`BLOCK_ROWS` rows a day each, the same blocks every day), rows by (sym, ts, exchange,
    seq / trade_id) as the generator writes them; then day D's CSV, the calendar (the session
-   from the earliest minute to the end of the latest minute with data, UTC) and the manifest.
+   from the 5-minute boundary at or before the earliest time to the end of the latest minute
+   with data, UTC) and the manifest.
 
 Everything is written into the caller's staging directory; the caller renames it into place.
 """
@@ -252,7 +253,7 @@ class MarketBuilder:
         keep = set(inst["sym"].to_list())
         days = sorted({day for (_, day) in self.spills})
         assert self.first_tod is not None and self.last_tod is not None
-        open_s = self.first_tod // NS_PER_MIN * 60
+        open_s = self.first_tod // (5 * NS_PER_MIN) * 300  # on a 5-minute boundary: M-VOLCURV's buckets start there
         close_s = min(86_400, (self.last_tod // NS_PER_MIN + 1) * 60)
         venues = sorted({e for (_, e) in self.quotes_by}, key=str.encode)
         cal = mc.Calendar(tuple(days), int(open_s), int(close_s), tuple(venues))

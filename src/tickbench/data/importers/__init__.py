@@ -30,7 +30,7 @@ from tickbench.data.dataset import (
 )
 from tickbench.data.derive import derive_params
 from tickbench.data.importers import cryptofeed, lobster, market, taq, tardis
-from tickbench.data.importers.common import Chunk, Options
+from tickbench.data.importers.common import Chunk, ReaderOptions
 from tickbench.data.importers.writer import (
     POLICIES,
     DatasetBuilder,
@@ -40,7 +40,7 @@ from tickbench.data.importers.writer import (
 )
 from tickbench.data.schema import TABLES
 
-Reader = Callable[[list[Path], Options], Iterator[Chunk]]
+Reader = Callable[[list[Path], ReaderOptions], Iterator[Chunk]]
 FORMATS: dict[str, Reader] = {"tardis": tardis.read, "cryptofeed": cryptofeed.read, "lobster": lobster.read,
                               "taq": taq.read}
 # Formats (or their files) that make a market dataset, and their readers of market rows.
@@ -79,7 +79,7 @@ def _coalesce(chunks: Iterator[Chunk], target_bytes: int) -> Iterator[Chunk]:
         yield Chunk(held[0].table, pl.concat([h.df for h in held]), held[0].source)
 
 
-def _import_market(fmt: str, paths: list[Path], out: Path, stage: Path, opts: Options, limit: int,
+def _import_market(fmt: str, paths: list[Path], out: Path, stage: Path, opts: ReaderOptions, limit: int,
                    sample: int | None, trade_ids: str) -> ImportResult:
     """A market dataset (SPEC §1.3) from quotes and trades files, into ``stage``, then ``out``."""
     if sample is not None:
@@ -144,7 +144,7 @@ def import_dataset(
     # Arrow allocations for 2 MB blocks), and each batch is converted and checked in a few
     # copies: 1/160 of the limit per block keeps reading and checking near a third of the limit,
     # beside the buffered output (a quarter) and the Parquet/CSV writers' row groups
-    opts = Options(sample=sample, clock=clock, trade_ids=trade_ids, block_bytes=max(limit // 160, 1 << 16),
+    opts = ReaderOptions(sample=sample, clock=clock, trade_ids=trade_ids, block_bytes=max(limit // 160, 1 << 16),
                    progress=progress, policy=policy)
     is_market = fmt == "taq" or (fmt == "tardis" and tardis.is_market(paths))
     out.parent.mkdir(parents=True, exist_ok=True)

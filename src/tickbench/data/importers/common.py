@@ -37,7 +37,7 @@ ProgressFn = Callable[[str, int, int], None]
 
 
 @dataclass
-class Options:
+class ReaderOptions:
     """Reader options from the command line (see ``tickbench import --help``)."""
 
     sample: int | None = None  # one book snapshot per N updates; None = the format's default
@@ -97,7 +97,7 @@ def us_bad(col: str) -> pl.Expr:
         pl.lit(None, dtype=pl.String)).alias(BAD_COL)
 
 
-def check_ts(ts: list[Any], reasons: list[str | None], row0: int, source: str, opts: Options) -> None:
+def check_ts(ts: list[Any], reasons: list[str | None], row0: int, source: str, opts: ReaderOptions) -> None:
     """Book update rows are rebuilt into snapshots, not checked row by row afterwards, so a
     row without a usable timestamp (``ts`` None: missing, non-finite or, as ``reasons`` says,
     out of range) is judged here: it stops the import under ``--policy fail``, naming the row,
@@ -154,7 +154,7 @@ class _Counting:
 
 
 def csv_batches(
-    path: Path, types: dict[str, pa.DataType], opts: Options, names: list[str] | None = None,
+    path: Path, types: dict[str, pa.DataType], opts: ReaderOptions, names: list[str] | None = None,
     parse: pacsv.ParseOptions | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of a CSV file (gzip accepted as is), about ``opts.block_bytes`` each.
@@ -183,7 +183,7 @@ def csv_batches(
         raw.f.close()
 
 
-def parquet_batches(path: Path, opts: Options, row_bytes: int = 64) -> Iterator[pa.RecordBatch]:
+def parquet_batches(path: Path, opts: ReaderOptions, row_bytes: int = 64) -> Iterator[pa.RecordBatch]:
     """Record batches of a Parquet file, about ``opts.block_bytes`` each."""
     try:
         pf = pq.ParquetFile(path)

@@ -40,7 +40,7 @@ from tickbench.data.importers.common import (
     BAD_COL,
     ROW_COL,
     Chunk,
-    Options,
+    ReaderOptions,
     csv_batches,
     reading,
     with_row_index,
@@ -136,7 +136,7 @@ def _skip_end(row: Any) -> str:
     return "skip" if str(row.text).startswith("END|") else "error"
 
 
-def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
+def read(paths: list[Path], opts: ReaderOptions) -> Iterator[Chunk]:
     """Every file's records as market rows; files of one kind in day order."""
     files = sorted(((kind(p), day_of(p), p.name, p) for p in paths), key=lambda k: (k[0], k[1], k[2]))
     for k, day, _, path in files:
@@ -145,7 +145,7 @@ def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
 
 
 def _batches(path: Path, fields: dict[str, str], numeric: dict[str, pa.DataType],
-             opts: Options) -> Iterator[tuple[pl.DataFrame, int]]:
+             opts: ReaderOptions) -> Iterator[tuple[pl.DataFrame, int]]:
     cols = _header(path)
     by_key = {_key(c): c for c in cols}
     types: dict[str, pa.DataType] = {c: pa.string() for c in cols}
@@ -180,7 +180,7 @@ def _venue() -> pl.Expr:
     return code.replace_strict(EXCHANGES, default=code, return_dtype=pl.String).alias("exchange")
 
 
-def _quotes(path: Path, day: dt.date, opts: Options) -> Iterator[Chunk]:
+def _quotes(path: Path, day: dt.date, opts: ReaderOptions) -> Iterator[Chunk]:
     numeric = {"bidprice": pa.float64(), "bidsize": pa.float64(), "offerprice": pa.float64(),
                "offersize": pa.float64(), "sequencenumber": pa.int64()}
     ts, seq, bad = _when(day, "seq")
@@ -192,7 +192,7 @@ def _quotes(path: Path, day: dt.date, opts: Options) -> Iterator[Chunk]:
             seq, ROW_COL, bad), path.name)
 
 
-def _trades(path: Path, day: dt.date, opts: Options) -> Iterator[Chunk]:
+def _trades(path: Path, day: dt.date, opts: ReaderOptions) -> Iterator[Chunk]:
     numeric = {"tradevolume": pa.float64(), "tradeprice": pa.float64(), "sequencenumber": pa.int64()}
     ts, trade_id, bad = _when(day, "trade_id")
     for df, _ in _batches(path, TRADE_FIELDS, numeric, opts):

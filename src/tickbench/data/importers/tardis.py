@@ -42,7 +42,7 @@ from tickbench.data.importers.common import (
     ROW_COL,
     Chunk,
     L2Rebuilder,
-    Options,
+    ReaderOptions,
     assign_sequence_ids,
     check_ts,
     csv_batches,
@@ -97,7 +97,7 @@ def is_market(paths: list[Path]) -> bool:
     return any(kind(p) == "quotes" for p in paths)
 
 
-def read_market(paths: list[Path], opts: Options) -> Iterator[Chunk]:
+def read_market(paths: list[Path], opts: ReaderOptions) -> Iterator[Chunk]:
     """Quotes and trades files as a market dataset's rows; files of one kind in name order."""
     kinds = {p: kind(p) for p in paths}
     book = sorted(p.name for p, k in kinds.items() if k not in ("quotes", "trades"))
@@ -115,7 +115,7 @@ def read_market(paths: list[Path], opts: Options) -> Iterator[Chunk]:
                 yield from _quotes(path, opts, clock, seqs)
 
 
-def _quotes(path: Path, opts: Options, clock: str, seqs: dict[tuple[str, str], int]) -> Iterator[Chunk]:
+def _quotes(path: Path, opts: ReaderOptions, clock: str, seqs: dict[tuple[str, str], int]) -> Iterator[Chunk]:
     types = {"exchange": pa.string(), "symbol": pa.string(), "timestamp": pa.int64(), "local_timestamp": pa.int64(),
              "ask_amount": pa.float64(), "ask_price": pa.float64(), "bid_price": pa.float64(),
              "bid_amount": pa.float64()}
@@ -132,7 +132,7 @@ def _quotes(path: Path, opts: Options, clock: str, seqs: dict[tuple[str, str], i
                                         BAD_COL), path.name)
 
 
-def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
+def read(paths: list[Path], opts: ReaderOptions) -> Iterator[Chunk]:
     """Every file's rows as SPEC rows; files of one kind are read in name order."""
     kinds = {p: kind(p) for p in paths}
     if "quotes" in kinds.values():
@@ -151,7 +151,7 @@ def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
                 yield from _incremental(path, opts, clock)
 
 
-def _trades(path: Path, opts: Options, clock: str, counters: dict[tuple[str, str], int]) -> Iterator[Chunk]:
+def _trades(path: Path, opts: ReaderOptions, clock: str, counters: dict[tuple[str, str], int]) -> Iterator[Chunk]:
     types = {"exchange": pa.string(), "symbol": pa.string(), "timestamp": pa.int64(), "local_timestamp": pa.int64(),
              "id": pa.string(), "side": pa.string(), "price": pa.float64(), "amount": pa.float64()}
     row = 0
@@ -168,7 +168,7 @@ def _trades(path: Path, opts: Options, clock: str, counters: dict[tuple[str, str
         yield Chunk("trades", df.select(*trades_select(), BAD_COL), path.name)
 
 
-def _snapshots(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
+def _snapshots(path: Path, opts: ReaderOptions, clock: str) -> Iterator[Chunk]:
     sample = opts.sample_or(1)
     cols = header(path)
     types = {c: pa.float64() for c in cols[4:]}
@@ -187,7 +187,7 @@ def _snapshots(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
         yield Chunk("book", out.select([*BOOK_SCHEMA.names, ROW_COL, BAD_COL]), path.name)
 
 
-def _incremental(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
+def _incremental(path: Path, opts: ReaderOptions, clock: str) -> Iterator[Chunk]:
     types = {"exchange": pa.string(), "symbol": pa.string(), "timestamp": pa.int64(), "local_timestamp": pa.int64(),
              "is_snapshot": pa.bool_(), "side": pa.string(), "price": pa.float64(), "amount": pa.float64()}
     rb = L2Rebuilder(opts.sample_or(INCREMENTAL_SAMPLE))

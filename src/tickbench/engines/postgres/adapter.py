@@ -631,7 +631,7 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         with self._connect(db) as c:
             self._create_schema(c, [self.dataset.bulk_day])
             for t, p in paths.items():
-                self._psql(db, f"\\copy {t} FROM '{p}' WITH (FORMAT csv, HEADER)")
+                self._psql(db, f"\\copy {t} FROM {psql_quoted(p)} WITH (FORMAT csv, HEADER)")
             rows = self._finish(c)
         return LoadFigures(rows=rows, input_bytes=nbytes, detail={"database": db, "tool": "psql \\copy",
                                                                   "durability": self.w_durability})
@@ -750,3 +750,9 @@ def _scalar(c: psycopg.Connection[Any], query: Any, params: list[Any] | None = N
     if row is None:
         raise RuntimeError("no row")
     return row[0]
+
+
+def psql_quoted(path: Path) -> str:
+    """``path`` as a quoted argument of a psql meta-command (``\\copy … FROM 'file'``): psql
+    ends the argument at a quote unless it is doubled (a directory named ``it's``)."""
+    return "'" + str(path).replace("'", "''") + "'"

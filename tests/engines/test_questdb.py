@@ -44,7 +44,17 @@ def test_bind_writes_quoted_literals() -> None:
     with pytest.raises(KeyError):
         bind("$nope", {})
     with pytest.raises(TypeError):
-        bind("$ot_times", {"ot_times": [dt.datetime(2022, 6, 18)]})
+        bind("$ot_times", {"ot_times": [1.5]})
+
+
+def test_bind_writes_lists_dates_and_hostile_names_as_literals() -> None:
+    from tickbench.engines.questdb.adapter import bind
+
+    names = ["S0001", "x'); DROP TABLE quotes; --", "back\\slash'"]
+    out = bind("sym IN ($b50_syms) AND day = $days_1 AND n IN ($ids) AND s = $b50_syms_2 AND e IN ($none)",
+               {"b50_syms": names, "days": [dt.date(2024, 1, 2), dt.date(2024, 1, 3)], "ids": [3, -4], "none": []})
+    assert out == ("sym IN ('S0001', 'x''); DROP TABLE quotes; --', 'back\\slash''') AND day = '2024-01-03' "
+                   "AND n IN (3, -4) AND s = 'back\\slash''' AND e IN (NULL)")
 
 
 def test_imp_schema_follows_schema_sql() -> None:

@@ -5,6 +5,7 @@ figures."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import shutil
 import tempfile
@@ -17,6 +18,7 @@ import pytest
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, EngineUnavailable
 from tickbench.engines.registry import adapter, adapter_class
+from tickbench.market_params import MarketParams
 from tickbench.params import QueryParams
 from tickbench.run.visibility import wait_visible
 
@@ -193,3 +195,43 @@ def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: Query
     assert se["bytes_on_disk"] == se["partitions"] + se["table_files"]
     assert 0 < se["table_files"] < se["partitions"] / 10  # writers released: files trimmed
     assert engine.run_query("O-B2").num_rows == 3  # W left the query tables alone
+
+
+@pytest.fixture
+def market_engine(workdir: Path, market_tiny: Dataset, market_tiny_params: MarketParams) -> Iterator[Engine]:
+    e = adapter("questdb", workdir, market_tiny, market_tiny_params)
+    e.start()
+    try:
+        yield e
+    finally:
+        e.stop()
+
+
+@needs_server
+@pytest.mark.server
+@pytest.mark.slow
+def test_market_load_hostile_baskets_and_m_se(market_engine: Engine, market_tiny: Dataset,
+                                              market_tiny_params: MarketParams) -> None:
+    from tickbench.engines.base import Market, MarketStorage
+
+    engine = market_engine
+    days = market_tiny_params.load_days()
+    expected = sum(r["rows"] for r in market_tiny.manifest.partitions
+                   if r["day"] in days and r["table"] in ("quotes", "trades"))
+    assert isinstance(engine, Market) and isinstance(engine, MarketStorage)
+    assert engine.load_market() == expected + market_tiny.instruments().height
+    wait_visible(engine)
+
+    # Basket names are data: bound as quoted literals, they match only themselves.
+    real = market_tiny_params.B[0]
+    hostile = [real, "x') OR 1=1 --", "S1'; DROP TABLE quotes; --", "back\\slash'", "é"]
+    engine.params = dataclasses.replace(market_tiny_params, B=tuple(hostile))
+    answer = engine.run_query("M-HIBID-D")
+    assert answer.column("sym").to_pylist() == [real]
+    engine.params = market_tiny_params
+    assert engine.run_query("M-HIBID-D").num_rows == len(market_tiny_params.B)  # quotes is still there
+
+    se = engine.market_storage_bytes()
+    assert next(iter(se)) == "bytes_on_disk" and se["bytes_on_disk"] == se["partitions"] + se["table_files"]
+    assert se["partitions"] > 0
+    assert engine.run_query("M-TOPN").num_rows == 20  # the restart kept the loaded days

@@ -12,13 +12,14 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import polars as pl
 import psutil
 import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, EngineUnavailable
 from tickbench.engines.registry import adapter, adapter_class
-from tickbench.market_params import MarketParams
+from tickbench.market_params import MarketParams, iso_ns
 from tickbench.params import QueryParams
 from tickbench.run.visibility import wait_visible
 
@@ -221,6 +222,23 @@ def test_market_load_hostile_baskets_and_m_se(market_engine: Engine, market_tiny
     assert isinstance(engine, Market) and isinstance(engine, MarketStorage)
     assert engine.load_market() == expected + market_tiny.instruments().height
     wait_visible(engine)
+
+    # Rows of one ts are stored in the load's (ts, exchange, seq) order, so LATEST ON (and ASOF
+    # JOIN, first/last) take the greatest seq among a venue's quotes of one ts.
+    from tickbench.engines.questdb.schema import bind
+
+    quotes = pl.read_parquet(market_tiny.files("quotes", [market_tiny_params.D]))
+    tie = (quotes.group_by("ts", "exchange", "sym").agg(pl.col("seq").max(), n=pl.len())
+           .filter(pl.col("n") > 1).with_columns(pl.col("ts").cast(pl.Int64)).row(0, named=True))
+    at = {"ts": iso_ns(tie["ts"]), "exchange": tie["exchange"], "sym": tie["sym"],
+          "d_start": dt.datetime.fromisoformat(market_tiny_params.D)}
+    run = engine._exec  # type: ignore[attr-defined]
+    stored = [r[0] for r in run(bind("SELECT seq FROM quotes WHERE ts = $ts AND exchange = $exchange "
+                                     "AND sym = $sym", at))["dataset"]]
+    assert stored == sorted(stored) and len(stored) == tie["n"]
+    latest = run(bind("SELECT seq FROM quotes WHERE ts >= $d_start AND ts <= $ts AND sym = $sym "
+                      "AND exchange = $exchange LATEST ON ts PARTITION BY sym, exchange", at))
+    assert latest["dataset"] == [[tie["seq"]]]
 
     # Basket names are data: bound as quoted literals, they match only themselves.
     real = market_tiny_params.B[0]

@@ -10,7 +10,9 @@ follow. The instruments table (no timestamp, so not an ILP table) is read by Que
 
 from __future__ import annotations
 
+import re
 import shutil
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +37,8 @@ MARKET_SYMBOLS = {"quotes": ["exchange", "sym"], "trades": ["exchange", "sym", "
 MARKET_ORDER = {"quotes": ["ts", "exchange", "seq"], "trades": ["ts", "exchange", "trade_id"]}
 MIN_SYM_CAPACITY = 1024
 INSTRUMENTS_IMPORT = "market/instruments.parquet"  # under the server's import root
+# M-W's tables: <mw|mb>_<fmt>_<table>_<tag>, a new tag for each load.
+W_TABLE = re.compile(r"(mw|mb)_(csv|parquet)_(quotes|trades)_[0-9a-f]{12}")
 
 
 def market_schema(universe: int) -> dict[str, str]:
@@ -151,12 +155,24 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
 
     # ---- M-W -------------------------------------------------------------------------------
 
+    def _w_names(self, kind: str, fmt: str) -> dict[str, str]:
+        """Fresh names for one M-W load's tables, the earlier loads' ``kind`` tables dropped. A new
+        name each time: QuestDB drops a WAL table asynchronously, and a table created again at
+        once under the dropped one's name failed now and then ("could not open read-write
+        [file=…/txn_seq/_wal_index.d]")."""
+        for row in self._rows("SELECT table_name FROM tables()"):
+            name = str(row["table_name"])
+            if W_TABLE.fullmatch(name) and name.startswith(f"{kind}_{fmt}_"):
+                self._exec(f"DROP TABLE IF EXISTS {name}")
+        tag = uuid.uuid4().hex[:12]
+        return {t: f"{kind}_{fmt}_{t}_{tag}" for t in MARKET_TABLES}
+
     def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        """M-W into fresh tables ``mw_<fmt>_<table>`` created from ``market_schema.sql`` (the
+        """M-W into fresh tables ``mw_<fmt>_<table>_<tag>`` created from ``market_schema.sql`` (the
         server keeps its tables in its own root; ``scratch`` is not used). CSV through /imp,
         QuestDB's CSV path, into the created tables; Parquet through QuestDB's own reader, a
         table's files in one INSERT ordered as the load orders them (one commit)."""
-        names = {t: f"mw_{fmt}_{t}" for t in MARKET_TABLES}
+        names = self._w_names("mw", fmt)
         nbytes = 0
         if fmt == "csv":
             for table, name in names.items():
@@ -183,9 +199,7 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
         """QuestDB's own simplest path on the same files, into tables it creates itself: CSV
         through /imp with only the timestamp's format given; Parquet through ``CREATE TABLE AS``
         from ``read_parquet()`` (the files copied under the import root first, and counted)."""
-        names = {t: f"mb_{fmt}_{t}" for t in MARKET_TABLES}
-        for name in names.values():
-            self._exec(f"DROP TABLE IF EXISTS {name}")
+        names = self._w_names("mb", fmt)
         nbytes = 0
         if fmt == "csv":
             for table, name in names.items():

@@ -5,18 +5,21 @@ figures."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import polars as pl
 import psutil
 import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, EngineUnavailable
 from tickbench.engines.registry import adapter, adapter_class
+from tickbench.market_params import MarketParams, iso_ns
 from tickbench.params import QueryParams
 from tickbench.run.visibility import wait_visible
 
@@ -44,7 +47,17 @@ def test_bind_writes_quoted_literals() -> None:
     with pytest.raises(KeyError):
         bind("$nope", {})
     with pytest.raises(TypeError):
-        bind("$ot_times", {"ot_times": [dt.datetime(2022, 6, 18)]})
+        bind("$ot_times", {"ot_times": [1.5]})
+
+
+def test_bind_writes_lists_dates_and_hostile_names_as_literals() -> None:
+    from tickbench.engines.questdb.adapter import bind
+
+    names = ["S0001", "x'); DROP TABLE quotes; --", "back\\slash'"]
+    out = bind("sym IN ($b50_syms) AND day = $days_1 AND n IN ($ids) AND s = $b50_syms_2 AND e IN ($none)",
+               {"b50_syms": names, "days": [dt.date(2024, 1, 2), dt.date(2024, 1, 3)], "ids": [3, -4], "none": []})
+    assert out == ("sym IN ('S0001', 'x''); DROP TABLE quotes; --', 'back\\slash''') AND day = '2024-01-03' "
+                   "AND n IN (3, -4) AND s = 'back\\slash''' AND e IN (NULL)")
 
 
 def test_imp_schema_follows_schema_sql() -> None:
@@ -183,3 +196,60 @@ def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: Query
     assert se["bytes_on_disk"] == se["partitions"] + se["table_files"]
     assert 0 < se["table_files"] < se["partitions"] / 10  # writers released: files trimmed
     assert engine.run_query("O-B2").num_rows == 3  # W left the query tables alone
+
+
+@pytest.fixture
+def market_engine(workdir: Path, market_tiny: Dataset, market_tiny_params: MarketParams) -> Iterator[Engine]:
+    e = adapter("questdb", workdir, market_tiny, market_tiny_params)
+    e.start()
+    try:
+        yield e
+    finally:
+        e.stop()
+
+
+@needs_server
+@pytest.mark.server
+@pytest.mark.slow
+def test_market_load_hostile_baskets_and_m_se(market_engine: Engine, market_tiny: Dataset,
+                                              market_tiny_params: MarketParams) -> None:
+    from tickbench.engines.base import Market, MarketStorage
+
+    engine = market_engine
+    days = market_tiny_params.load_days()
+    expected = sum(r["rows"] for r in market_tiny.manifest.partitions
+                   if r["day"] in days and r["table"] in ("quotes", "trades"))
+    assert isinstance(engine, Market) and isinstance(engine, MarketStorage)
+    assert engine.load_market() == expected + market_tiny.instruments().height
+    wait_visible(engine)
+
+    # Rows of one ts are stored in the load's (ts, exchange, seq) order, so LATEST ON (and ASOF
+    # JOIN, first/last) take the greatest seq among a venue's quotes of one ts.
+    from tickbench.engines.questdb.schema import bind
+
+    quotes = pl.read_parquet(market_tiny.files("quotes", [market_tiny_params.D]))
+    tie = (quotes.group_by("ts", "exchange", "sym").agg(pl.col("seq").max(), n=pl.len())
+           .filter(pl.col("n") > 1).with_columns(pl.col("ts").cast(pl.Int64)).row(0, named=True))
+    at = {"ts": iso_ns(tie["ts"]), "exchange": tie["exchange"], "sym": tie["sym"],
+          "d_start": dt.datetime.fromisoformat(market_tiny_params.D)}
+    run = engine._exec  # type: ignore[attr-defined]
+    stored = [r[0] for r in run(bind("SELECT seq FROM quotes WHERE ts = $ts AND exchange = $exchange "
+                                     "AND sym = $sym", at))["dataset"]]
+    assert stored == sorted(stored) and len(stored) == tie["n"]
+    latest = run(bind("SELECT seq FROM quotes WHERE ts >= $d_start AND ts <= $ts AND sym = $sym "
+                      "AND exchange = $exchange LATEST ON ts PARTITION BY sym, exchange", at))
+    assert latest["dataset"] == [[tie["seq"]]]
+
+    # Basket names are data: bound as quoted literals, they match only themselves.
+    real = market_tiny_params.B[0]
+    hostile = [real, "x') OR 1=1 --", "S1'; DROP TABLE quotes; --", "back\\slash'", "é"]
+    engine.params = dataclasses.replace(market_tiny_params, B=tuple(hostile))
+    answer = engine.run_query("M-HIBID-D")
+    assert answer.column("sym").to_pylist() == [real]
+    engine.params = market_tiny_params
+    assert engine.run_query("M-HIBID-D").num_rows == len(market_tiny_params.B)  # quotes is still there
+
+    se = engine.market_storage_bytes()
+    assert next(iter(se)) == "bytes_on_disk" and se["bytes_on_disk"] == se["partitions"] + se["table_files"]
+    assert se["partitions"] > 0
+    assert engine.run_query("M-TOPN").num_rows == 20  # the restart kept the loaded days

@@ -52,6 +52,7 @@ from tickbench.engines.base import (
     Storage,
     StreamTarget,
 )
+from tickbench.engines.questdb.market import QuestDBMarket
 from tickbench.engines.questdb.schema import CREATE, INGEST, SCHEMA, SYMBOLS, TS_PATTERN, bind, imp_schema
 from tickbench.engines.questdb.writer import IlpTarget, Writer
 from tickbench.engines.server import LOOPBACK, InstallStep, ReaderPool, ServerEngine, tools_dir
@@ -109,7 +110,7 @@ def jar_path() -> Path:
     return tools_dir() / "questdb" / f"questdb-{VERSION}.jar"
 
 
-class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
+class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime, QuestDBMarket):
     server_name = "questdb"
     data_dir = "qdb"  # QuestDB's root directory (-d): conf/, db/, import/
     port_names = ("http", "pg", "ilp_tcp")
@@ -417,7 +418,7 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         text = self.query_text(qid)
         if self.endpoint is not None:  # tickbench's prefixed tables on the user's server
             text = FROM_TABLE.sub(lambda m: m.group(1) + self.table(m.group(2)), text)
-        return bind(text, self.params.bindings())
+        return bind(text, self.query_bindings())
 
     def run_query(self, qid: str) -> pa.Table:
         """The answer of ``qid`` on this thread's kept-alive connection: Parquet from ``/exp``

@@ -34,7 +34,7 @@ needs_server = pytest.mark.skipif(_installed() is not None, reason=str(_installe
 
 
 def test_bind_writes_quoted_literals() -> None:
-    from tickbench.engines.questdb.adapter import bind
+    from tickbench.engines.questdb.schema import bind
 
     sql = "WHERE sym = $sym AND ts >= $day_start AND ts < $day_end"
     out = bind(sql, {"sym": "it's", "day_start": dt.datetime(2022, 6, 18),
@@ -49,7 +49,7 @@ def test_bind_writes_quoted_literals() -> None:
 
 def test_imp_schema_follows_schema_sql() -> None:
     from tickbench.data.schema import SCHEMAS
-    from tickbench.engines.questdb.adapter import TS_PATTERN, imp_schema
+    from tickbench.engines.questdb.schema import TS_PATTERN, imp_schema
 
     for table, schema in SCHEMAS.items():
         columns = imp_schema(table)
@@ -109,7 +109,7 @@ def _listening(pid: int) -> list[tuple[str, int]]:
 @needs_server
 @pytest.mark.server
 def test_install_is_idempotent() -> None:
-    from tickbench.engines.questdb.adapter import VERSION, jar_path
+    from tickbench.engines.questdb.server import VERSION, jar_path
 
     cls = adapter_class("questdb")
     before = jar_path().stat().st_mtime_ns
@@ -151,7 +151,7 @@ def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: Query
     assert engine.run_query("O-T").num_rows == len(tiny_params.ot_times)
 
     # O-S comes as Parquet from /exp; its server time is its span in QuestDB's export log.
-    from tickbench.engines.questdb.adapter import PARQUET_ANSWERS
+    from tickbench.engines.questdb.server import PARQUET_ANSWERS
 
     assert "O-S" in PARQUET_ANSWERS
     answer = engine.run_query("O-S")

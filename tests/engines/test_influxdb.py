@@ -283,7 +283,7 @@ def test_o_s_takes_min_and_max_over_all_forty_prices(tiny: Dataset, tiny_params:
         book = book.with_columns(pl.DataFrame(np.take_along_axis(values, order, axis=1), schema=side))
     lowest = book.select(pl.min_horizontal(asks)).to_series()
     assert (book["a1price"] > lowest).sum() > 0.9 * book.height  # a1price alone would not verify
-    engine = adapter_class("influxdb")(workdir, tiny, tiny_params)
+    engine = adapter("influxdb", workdir, tiny, tiny_params)
     engine.start()
     try:
         engine._load_frames(DB, [("book", book)], book.height)  # type: ignore[attr-defined]
@@ -297,3 +297,57 @@ def test_o_s_takes_min_and_max_over_all_forty_prices(tiny: Dataset, tiny_params:
             .select("ts", spread=pl.min_horizontal(asks) - pl.max_horizontal(bids)).sort("ts"))
     assert want.height > 1000
     assert compare(normalize(got, want), want).ok
+
+
+def _influx_status(port: int, user: str | None, password: str = "") -> int:
+    import base64
+    import http.client
+
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    if user is not None:
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("POST", "/query", body=b"q=SHOW+DATABASES", headers=headers)
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    finally:
+        conn.close()
+
+
+@pytest.mark.server
+@needs_install
+def test_auth_is_enabled_with_the_runs_secret(tiny: Dataset, tiny_params: QueryParams, workdir: Path) -> None:
+    """auth-enabled, an admin with the run's random password: requests without credentials or
+    with a wrong password are refused (401), the secret works, also after a restart over the
+    same data; the data directory is the server's alone (0700)."""
+    import os
+    import pwd
+    import stat
+
+    from tickbench.engines.server import ensure_service_user
+
+    engine = adapter("influxdb", workdir, tiny, tiny_params)
+    engine.start()
+    try:
+        user, secret = engine.credentials()  # type: ignore[attr-defined]
+        assert len(secret) >= 24
+        port = engine.ports["http"]  # type: ignore[attr-defined]
+        assert _influx_status(port, None) == 401
+        assert _influx_status(port, user, secret + "x") == 401
+        assert _influx_status(port, "admin", "admin") == 401
+        assert _influx_status(port, user, secret) == 200
+        root: Path = engine.root  # type: ignore[attr-defined]
+        st = root.stat()
+        assert stat.S_IMODE(st.st_mode) == 0o700
+        service = ensure_service_user()
+        assert st.st_uid == (os.getuid() if service is None else pwd.getpwnam(service).pw_uid)
+        assert stat.S_IMODE(engine.secret_file.stat().st_mode) == 0o600  # type: ignore[attr-defined]
+        engine.stop()
+        engine.start()  # the admin the meta directory keeps, with the same secret
+        port = engine.ports["http"]  # type: ignore[attr-defined]
+        assert _influx_status(port, None) == 401
+        assert _influx_status(port, user, secret) == 200
+    finally:
+        engine.stop()

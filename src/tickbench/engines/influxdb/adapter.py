@@ -61,7 +61,15 @@ from tickbench.engines.influxdb.results import (
     to_table,
 )
 from tickbench.engines.influxdb.writer import LineTarget, Session, Writer
-from tickbench.engines.server import LOOPBACK, InstallStep, ReaderPool, ServerEngine, run_tool, tools_dir
+from tickbench.engines.server import (
+    ENDPOINT_TIMEOUT_S,
+    LOOPBACK,
+    InstallStep,
+    ReaderPool,
+    ServerEngine,
+    run_tool,
+    tools_dir,
+)
 from tickbench.suites.published import BY_ID
 
 VERSION = "1.13.2"  # the newest 1.x release on the Go module proxy (engines/influxdb/README.md)
@@ -118,6 +126,8 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
     server_name = "influxd"
     data_dir = "influxdb"
     port_names = ("http", "rpc")  # the HTTP API, and the RPC (backup) service it cannot switch off
+    #: auth-enabled: the admin user connect() creates with the run's random password (secret()).
+    secret_user = "tickbench"
     ingest_marker = "influxdb-ingest"  # JSON naming the store's database
     #: [data] wal-fsync-delay of the server start() runs (an ingest durability setting's).
     wal_fsync_delay: str = "0s"
@@ -208,10 +218,18 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         return [str(bin_dir() / "influxd"), "-config", str(conf)]
 
     def ready(self) -> bool:
-        return self._request("GET", "/ping")[0] == 204
+        # A short timeout: an endpoint that accepts and never answers fails the check, not hangs it.
+        return self._request("GET", "/ping", timeout=ENDPOINT_TIMEOUT_S)[0] == 204
 
     def connect(self) -> None:
-        self.query_sessions = ReaderPool(lambda: Session(self.http_port), QUERY_IDLE_S)
+        if self.endpoint is None and not self.attached:
+            # With auth-enabled and no user yet, InfluxDB accepts one request without
+            # credentials: creating an admin. Once it exists (a restart over the same meta
+            # directory) the same statement, authenticated, changes nothing; a user someone
+            # else made first fails it.
+            self._query(f"CREATE USER {self.secret_user} WITH PASSWORD '{self.secret()}' WITH ALL PRIVILEGES",
+                        db="")
+        self.query_sessions = ReaderPool(self._session, QUERY_IDLE_S)
         self.query_counters = self._query_counters()
 
     def disconnect(self) -> None:
@@ -235,9 +253,13 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
 
     # -- HTTP ---------------------------------------------------------------------------
 
+    def _session(self) -> Session:
+        """A keep-alive connection to the server tickbench started, with its credentials."""
+        return Session(self.http_port, self.http_auth())
+
     def _request(self, method: str, path: str, body: bytes | memoryview | None = None,
-                 headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-        conn = http.client.HTTPConnection(self.host, self.http_port, timeout=None)
+                 headers: dict[str, str] | None = None, timeout: float | None = None) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection(self.host, self.http_port, timeout=timeout)
         try:
             conn.request(method, path, body=body, headers={**self.http_auth(), **(headers or {})})
             resp = conn.getresponse()
@@ -438,10 +460,12 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
             out.write(f"# DML\n# CONTEXT-DATABASE: {db}\n".encode())
             for body in line_batches(frames):
                 out.write(body)
+        user, password = self.credentials() or ("", "")
         done = subprocess.run(
             [str(bin_dir() / "influx"), "-host", LOOPBACK, "-port", str(self.http_port),
              "-import", "-path", str(path), "-precision", "ns"],
-            capture_output=True, text=True)
+            capture_output=True, text=True,  # the credentials in its environment, not on its command line
+            env={**os.environ, "INFLUX_USERNAME": user, "INFLUX_PASSWORD": password})
         lp_bytes = path.stat().st_size
         path.unlink()  # the importer's input, not part of the store
         if done.returncode != 0:
@@ -493,8 +517,8 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         header = parse_header(text)
         if self.query_sessions is None:
             raise RuntimeError("InfluxDB is not started")
-        # writer.Session reaches the loopback only, without credentials: an external
-        # endpoint's queries go over a connection each (with its host and authentication).
+        # writer.Session reaches the loopback only: an external endpoint's queries go over a
+        # connection each (with its host and authentication).
         session = self.query_sessions.get() if self.endpoint is None else None
         try:
             results = self._run_statements(text, header, session)
@@ -599,7 +623,7 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         self.write_marker(store, {"database": db})
         self.ingest_db = db
         self._ties = Ties(first_seq)
-        self.open_readers(lambda: Session(self.http_port))
+        self.open_readers(self._session)
 
     def _databases(self) -> list[str]:
         series = self._query("SHOW DATABASES", db="")[0].get("series", [])
@@ -620,12 +644,12 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
     def ingest_client(self) -> IngestClient:
         if self.ingest_db is None:
             raise RuntimeError("the ingest store is not open")
-        return Writer(Session(self.http_port), self.ingest_db, self._ties)
+        return Writer(self._session(), self.ingest_db, self._ties)
 
     def ingest_stream_target(self) -> StreamTarget:
         if self.ingest_db is None:
             raise RuntimeError("the ingest store is not open")
-        return LineTarget(self.http_port, self.ingest_db, self._ties)
+        return LineTarget(self.http_port, self.ingest_db, self._ties, self.http_auth())
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         """``sym``'s rows, ordered by (ts, trade_id) for trades: InfluxDB returns the merged

@@ -62,6 +62,7 @@ from tickbench.engines.postgres import pgcopy
 from tickbench.engines.postgres.pgcopy import result_arrow
 from tickbench.engines.postgres.writer import CopyTarget, Writer
 from tickbench.engines.server import (
+    ENDPOINT_TIMEOUT_S,
     LOOPBACK,
     InstallStep,
     ServerEngine,
@@ -366,6 +367,8 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
                                user=endpoint.user or os.environ.get("PGUSER") or getpass.getuser(),
                                dbname=endpoint.database or os.environ.get("PGDATABASE") or "postgres",
                                password=endpoint.password(), autocommit=True,
+                               # a port that accepts and never answers fails, instead of hanging the run
+                               connect_timeout=int(ENDPOINT_TIMEOUT_S),
                                options=f"-c timezone=UTC -c search_path={path}")
 
     def _conn(self) -> psycopg.Connection[Any]:

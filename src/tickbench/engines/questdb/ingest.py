@@ -92,7 +92,7 @@ class QuestDBIngest(QuestDBServer, Ingest):
         # doubles in binary; retry_timeout=0: a failed write is an error, never sent twice;
         # no auto-flush: each write() flushes itself.
         sender = Sender.from_conf(
-            f"http::addr={LOOPBACK}:{self.ports['http']};protocol_version=2;retry_timeout=0;"
+            f"http::addr={LOOPBACK}:{self.ports['http']};protocol_version=2;retry_timeout=0;{self.ilp_auth()}"
             f"auto_flush=off;request_timeout={ILP_REQUEST_TIMEOUT_MS};")
         sender.establish()
         return Writer(self, sender)
@@ -100,7 +100,7 @@ class QuestDBIngest(QuestDBServer, Ingest):
     def ingest_stream_target(self) -> StreamTarget:
         if self.ingest_setting is None:
             raise RuntimeError("the ingest store is not open")
-        return IlpTarget(LOOPBACK, self.ports["http"], ILP_REQUEST_TIMEOUT_MS)
+        return IlpTarget(LOOPBACK, self.ports["http"], ILP_REQUEST_TIMEOUT_MS, self.ilp_auth())
 
     def ingest_bulk(self, table: str, batch: pa.Table) -> None:
         """W's path: ``Sender.dataframe`` of the whole batch, one request per 64 MiB."""

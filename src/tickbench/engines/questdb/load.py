@@ -77,6 +77,8 @@ class QuestDBLoad(QuestDBServer, BulkLoad, Storage):
             conn.putrequest("POST", "/imp?" + urllib.parse.urlencode(query))
             conn.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
             conn.putheader("Content-Length", str(len(head) + path.stat().st_size + len(tail)))
+            for key, value in self.http_auth().items():
+                conn.putheader(key, value)
             conn.endheaders()
             conn.send(head)
             with open(path, "rb") as f:

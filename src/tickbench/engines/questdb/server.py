@@ -42,7 +42,14 @@ from questdb import Sender
 from tickbench.data.schema import TABLES
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.questdb.schema import CREATE, SCHEMA
-from tickbench.engines.server import LOOPBACK, InstallStep, ReaderPool, ServerEngine, tools_dir
+from tickbench.engines.server import (
+    ENDPOINT_TIMEOUT_S,
+    LOOPBACK,
+    InstallStep,
+    ReaderPool,
+    ServerEngine,
+    tools_dir,
+)
 
 VERSION = "9.3.4"  # the newest org.questdb:questdb that resolves from Maven
 ARTIFACT = f"org.questdb:questdb:{VERSION}"
@@ -75,7 +82,10 @@ class QuestDBServer(ServerEngine):
 
     server_name = "questdb"
     data_dir = "qdb"  # QuestDB's root directory (-d): conf/, db/, import/
-    port_names = ("http", "pg", "ilp_tcp")
+    port_names = ("http", "pg")
+    #: HTTP basic authentication and the PG wire both require this user and its random password
+    #: (http.user and pg.user in server.conf): QuestDB's default admin/quest is refused.
+    secret_user = "tickbench"
     start_timeout = 180.0
     #: The server's cairo.commit.mode, written into server.conf at every start: it outlives a
     #: stop, so a restart (the durability suite's recovery) comes back under the same setting.
@@ -124,13 +134,21 @@ class QuestDBServer(ServerEngine):
         return [jar_path()]
 
     def prepare(self, user: str | None) -> list[str]:
-        """server.conf: every listener on 127.0.0.1 and its port, telemetry off."""
+        """server.conf: every listener on 127.0.0.1 and its port, each requiring the run's
+        secret (:meth:`secret`), telemetry off."""
         ports = self.ports
+        secret = self.secret()
         conf = {
             "http.net.bind.to": f"{LOOPBACK}:{ports['http']}",
+            "http.user": str(self.secret_user),  # basic authentication on /exec, /exp, /imp and ILP/HTTP
+            "http.password": secret,
             "http.min.enabled": "false",  # health/metrics port: not used, so not opened
             "pg.net.bind.to": f"{LOOPBACK}:{ports['pg']}",
-            "line.tcp.net.bind.to": f"{LOOPBACK}:{ports['ilp_tcp']}",
+            "pg.user": str(self.secret_user),  # replaces admin/quest
+            "pg.password": secret,
+            # ILP over TCP authenticates only with keys of its own and nothing here uses it
+            # (ILP goes over HTTP): closed, rather than a port that writes without the secret.
+            "line.tcp.enabled": "false",
             "line.udp.enabled": "false",
             "telemetry.enabled": "false",
             "cairo.sql.copy.root": str(self.root / "import"),
@@ -144,7 +162,9 @@ class QuestDBServer(ServerEngine):
         (self.root / "conf").mkdir(parents=True, exist_ok=True)
         (self.root / "import").mkdir(exist_ok=True)
         (self.root / "tmp").mkdir(exist_ok=True)
-        (self.root / "conf" / "server.conf").write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+        server_conf = self.root / "conf" / "server.conf"
+        server_conf.touch(mode=0o600)  # it holds the secret
+        server_conf.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
         java = shutil.which("java") or "java"
         # QuestDB copies its native library into java.io.tmpdir at every start and leaves it there
         # when the JVM is killed: keep that copy inside the data directory, removed with it.
@@ -152,7 +172,16 @@ class QuestDBServer(ServerEngine):
         return [java, HEAP, tmp, "-p", str(jar_path()), "-m", "io.questdb/io.questdb.ServerMain", "-d", str(self.root)]
 
     def ready(self) -> bool:
-        return self._get("/exec", {"query": "select 1"})[0] == 200
+        # A connection of its own with a short timeout: an endpoint that accepts and never
+        # answers fails the check instead of hanging it.
+        conn = http.client.HTTPConnection(self.host, self.ports["http"], timeout=ENDPOINT_TIMEOUT_S)
+        try:
+            conn.request("GET", "/exec?" + urllib.parse.urlencode({"query": "select 1"}), headers=self.http_auth())
+            resp = conn.getresponse()
+            resp.read()
+            return resp.status == 200
+        finally:
+            conn.close()
 
     def connect(self) -> None:
         self.query_conns = ReaderPool(self._conn, READER_IDLE_S)
@@ -308,12 +337,14 @@ class QuestDBServer(ServerEngine):
         # ILP over HTTP: each request is acknowledged after its WAL commit and errors come back
         # (ILP over TCP drops a bad batch silently). Protocol 2 sends doubles in binary;
         # retry_timeout=0: a failed flush is an error, never retried.
-        endpoint = self.endpoint
-        auth = (f"username={endpoint.user};password={endpoint.password() or ''};"
-                if endpoint is not None and endpoint.user else "")
         return Sender.from_conf(
-            f"http::addr={self.host}:{self.ports['http']};protocol_version=2;retry_timeout=0;{auth}"
+            f"http::addr={self.host}:{self.ports['http']};protocol_version=2;retry_timeout=0;{self.ilp_auth()}"
             f"auto_flush_rows=off;auto_flush_interval=off;auto_flush_bytes={ILP_FLUSH_BYTES};")
+
+    def ilp_auth(self) -> str:
+        """ILP/HTTP's basic authentication as ``Sender`` configuration (empty without credentials)."""
+        creds = self.credentials()
+        return "" if creds is None else f"username={creds[0]};password={creds[1]};"
 
     # ---- settings --------------------------------------------------------------------------
 

@@ -386,7 +386,7 @@ def test_questdb_endpoint_runs_verifies_refuses_and_drops(questdb: QuestDB, tiny
 def influxdb() -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     """influxd (the binary `tickbench install influxdb` built) started here: a temporary
     root, every listener on 127.0.0.1 and a free port."""
-    from tickbench.engines.influxdb.adapter import bin_dir
+    from tickbench.engines.influxdb.server import bin_dir
 
     binary = bin_dir() / "influxd"
     if not binary.is_file():
@@ -440,7 +440,7 @@ def test_influxdb_endpoint_runs_verifies_refuses_and_drops(influxdb: tuple[int, 
                       "--out", str(tmp_path / "run"), "--repetitions", "1")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     info = _check_results(tmp_path / "run", "influxdb", http, "no-secret-here-" + "x" * 8)
-    from tickbench.engines.influxdb.adapter import VERSION
+    from tickbench.engines.influxdb.server import VERSION
 
     assert info["endpoint"]["server_version"] == f"InfluxDB {VERSION}"
     assert "tickbench" not in _influx(http, "SHOW DATABASES")

@@ -96,6 +96,28 @@ def test_stop_leaves_nothing_running(engine: Engine) -> None:
 
 
 @pytest.mark.server
+def test_data_directory_is_private_and_the_password_required(engine: Engine) -> None:
+    """pgdata is mode 0700, the servers' user's; the random superuser password is required (a
+    wrong one is refused on 127.0.0.1)."""
+    import os
+    import pwd
+    import stat
+
+    from tickbench.engines.server import ensure_service_user
+
+    root: Path = engine.root  # type: ignore[attr-defined]
+    st = root.stat()
+    assert stat.S_IMODE(st.st_mode) == 0o700
+    service = ensure_service_user()
+    assert st.st_uid == (os.getuid() if service is None else pwd.getpwnam(service).pw_uid)
+    password_file: Path = engine.password_file  # type: ignore[attr-defined]
+    assert stat.S_IMODE(password_file.stat().st_mode) == 0o600
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(host=LOOPBACK, port=engine.port, user="postgres", dbname="postgres",  # type: ignore[attr-defined]
+                        password=password_file.read_text() + "x", connect_timeout=30).close()
+
+
+@pytest.mark.server
 def test_restart_reopens_the_same_cluster(engine: Engine) -> None:
     conn = engine._conn()  # type: ignore[attr-defined]
     system_id = conn.execute("SELECT system_identifier FROM pg_control_system()").fetchone()[0]

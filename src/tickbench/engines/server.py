@@ -462,8 +462,9 @@ class ServerEngine(Engine, SharedReaders, Server):
 
     ``start()`` runs: ``probe()``; the service user, and a check that it reaches the working
     directory and :meth:`reachable`; free ports named by :attr:`port_names`; :meth:`prepare`
-    (the adapter writes its config and returns the server's argv); the data directory
-    :attr:`root` given to the service user; the server started and polled with :meth:`ready`;
+    (the adapter writes its config and returns the server's argv, with the random password of
+    :attr:`secret_user` when it names one, :meth:`secret`); the data directory :attr:`root`
+    made private (mode 0700) and given to the service user; the server started and polled with :meth:`ready`;
     the ports written to the port file; :meth:`connect`. ``start_shared()`` reads the port file
     of the server another worker started over the same working directory and only
     :meth:`connect`\\ s; ``stop()`` then ends nothing.

@@ -37,7 +37,7 @@ needs_server = pytest.mark.skipif(_installed() is not None, reason=str(_installe
 
 
 def test_bind_writes_quoted_literals() -> None:
-    from tickbench.engines.questdb.adapter import bind
+    from tickbench.engines.questdb.schema import bind
 
     sql = "WHERE sym = $sym AND ts >= $day_start AND ts < $day_end"
     out = bind(sql, {"sym": "it's", "day_start": dt.datetime(2022, 6, 18),
@@ -62,7 +62,7 @@ def test_bind_writes_lists_dates_and_hostile_names_as_literals() -> None:
 
 def test_imp_schema_follows_schema_sql() -> None:
     from tickbench.data.schema import SCHEMAS
-    from tickbench.engines.questdb.adapter import TS_PATTERN, imp_schema
+    from tickbench.engines.questdb.schema import TS_PATTERN, imp_schema
 
     for table, schema in SCHEMAS.items():
         columns = imp_schema(table)
@@ -122,7 +122,7 @@ def _listening(pid: int) -> list[tuple[str, int]]:
 @needs_server
 @pytest.mark.server
 def test_install_is_idempotent() -> None:
-    from tickbench.engines.questdb.adapter import VERSION, jar_path
+    from tickbench.engines.questdb.server import VERSION, jar_path
 
     cls = adapter_class("questdb")
     before = jar_path().stat().st_mtime_ns
@@ -164,7 +164,7 @@ def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: Query
     assert engine.run_query("O-T").num_rows == len(tiny_params.ot_times)
 
     # O-S comes as Parquet from /exp; its server time is its span in QuestDB's export log.
-    from tickbench.engines.questdb.adapter import PARQUET_ANSWERS
+    from tickbench.engines.questdb.server import PARQUET_ANSWERS
 
     assert "O-S" in PARQUET_ANSWERS
     answer = engine.run_query("O-S")
@@ -206,6 +206,36 @@ def market_engine(workdir: Path, market_tiny: Dataset, market_tiny_params: Marke
         yield e
     finally:
         e.stop()
+
+
+def _http_status(port: int, headers: dict[str, str]) -> int:
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("GET", "/exec?query=select%201", headers=headers)
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    finally:
+        conn.close()
+
+
+def _basic(user: str, password: str) -> dict[str, str]:
+    import base64
+
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def _pg_answers(port: int, user: str, password: str) -> bool:
+    import psycopg
+
+    try:
+        with psycopg.connect(host="127.0.0.1", port=port, user=user, password=password, dbname="qdb",
+                             connect_timeout=30) as conn:
+            return conn.execute("select 1").fetchone() == (1,)
+    except psycopg.OperationalError:
+        return False
 
 
 @needs_server
@@ -253,3 +283,36 @@ def test_market_load_hostile_baskets_and_m_se(market_engine: Engine, market_tiny
     assert next(iter(se)) == "bytes_on_disk" and se["bytes_on_disk"] == se["partitions"] + se["table_files"]
     assert se["partitions"] > 0
     assert engine.run_query("M-TOPN").num_rows == 20  # the restart kept the loaded days
+
+
+def test_http_and_pg_wire_require_the_runs_secret(engine: Engine) -> None:
+    """QuestDB's default admin/quest, no credentials, and a wrong password are refused on both
+    ports; the random secret of the run works; the data directory is the server's alone."""
+    import os
+    import pwd
+    import stat
+
+    from tickbench.engines.server import ensure_service_user
+
+    ports: dict[str, int] = engine.ports  # type: ignore[attr-defined]
+    user, secret = engine.credentials()  # type: ignore[attr-defined]
+    assert user != "admin" and secret != "quest" and len(secret) >= 24
+    assert _http_status(ports["http"], {}) == 401
+    assert _http_status(ports["http"], _basic("admin", "quest")) == 401
+    assert _http_status(ports["http"], _basic(user, secret + "x")) == 401
+    assert _http_status(ports["http"], _basic(user, secret)) == 200
+    assert not _pg_answers(ports["pg"], "admin", "quest")
+    assert not _pg_answers(ports["pg"], user, secret + "x")
+    assert _pg_answers(ports["pg"], user, secret)
+    # The data directory (its server.conf holds the secret): mode 0700, the servers' user's.
+    root: Path = engine.root  # type: ignore[attr-defined]
+    st = root.stat()
+    assert stat.S_IMODE(st.st_mode) == 0o700
+    service = ensure_service_user()
+    assert st.st_uid == (os.getuid() if service is None else pwd.getpwnam(service).pw_uid)
+    assert stat.S_IMODE(engine.secret_file.stat().st_mode) == 0o600  # type: ignore[attr-defined]
+    # A second start over the same working directory keeps the secret (the server's state may hold it).
+    engine.stop()
+    engine.start()
+    assert engine.credentials() == (user, secret)  # type: ignore[attr-defined]
+    assert _http_status(engine.ports["http"], _basic(user, secret)) == 200  # type: ignore[attr-defined]

@@ -54,6 +54,8 @@ class ChdbMarket(Market, MarketBulkLoad, MarketStorage):
 
         def _scalars(self, sql: str, params: dict[str, Any] | None = None) -> list[int]: ...
 
+        def _glob(self, files: list[Path]) -> str: ...
+
     def _market_create(self, db: str) -> None:
         """``db`` with the market tables, empty (the tables of an earlier load dropped)."""
         ch = _chdb()
@@ -65,7 +67,7 @@ class ChdbMarket(Market, MarketBulkLoad, MarketStorage):
     def _market_insert(self, db: str, table: str, fmt: str, files: list[Path]) -> int:
         """Insert ``files`` (one day's, or the instruments file) as one squashed block; their bytes."""
         ch = _chdb()
-        self._sql(INSERT_MARKET, {"db": db, "table": table, "path": ch.file_glob(files), "fmt": ch.FORMATS[fmt]})
+        self._sql(INSERT_MARKET, {"db": db, "table": table, "path": self._glob(files), "fmt": ch.FORMATS[fmt]})
         return sum(f.stat().st_size for f in files)
 
     def _market_merge_split_days(self, db: str) -> None:
@@ -131,14 +133,14 @@ class ChdbMarket(Market, MarketBulkLoad, MarketStorage):
         self._sql(ch.CREATE_DB, {"db": db})
         nbytes = 0
         for table in DAY_TABLES:
-            path, kind = ch.file_glob(files[table]), ch.FORMATS[fmt]
+            path, kind = self._glob(files[table]), ch.FORMATS[fmt]
             args: dict[str, Any] = {"db": db, "table": table, "path": path, "fmt": kind}
             create = args
             if fmt == "csv" and not self.dataset.manifest.csv[table]["rows"]:
                 # A header-only CSV gives ClickHouse no row to infer types from: the empty
                 # Parquet file of the schema shapes the table instead.
                 empty = self.dataset.input_files(table, [], self.workdir)
-                create = {**args, "path": ch.file_glob(empty), "fmt": ch.FORMATS["parquet"]}
+                create = {**args, "path": self._glob(empty), "fmt": ch.FORMATS["parquet"]}
             self._sql(ch.BASELINE_CREATE, create)
             self._sql(ch.SET_FSYNC, {"db": db, "table": table, "on": 1})
             self._sql(ch.INSERT, args)

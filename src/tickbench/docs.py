@@ -108,7 +108,7 @@ def market_table(runs: list[Results], command: str, conditions: str) -> str:
     last = next((i for i in range(first, len(text)) if not text[i].startswith("|")), len(text))
     about = [line for line in text if line.startswith(("Machine:", "Dataset:"))]
     legend = next((line for line in text[last:] if line.startswith("✔ =")), "")
-    return "\n".join([f"From `{command}`, {conditions}.", "", *about, "", *text[first:last], "", legend])
+    return "\n\n".join([f"From `{command}`, {conditions}.", *about, "\n".join(text[first:last]), legend])
 
 
 def main() -> None:

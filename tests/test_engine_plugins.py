@@ -145,6 +145,17 @@ def test_toy_engine_runs_and_its_answers_verify(toy_env: dict[str, str], tiny_di
     assert records["T-V1"]["query"]["file"].endswith("toy/queries/T-V1.sql")
 
 
+def test_an_engine_without_the_market_capability_is_recorded_with_the_reason(toy_env: dict[str, str],
+                                                                          market_tiny_dir: Path,
+                                                                          tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    done = _python(toy_env, "-m", "tickbench.cli", "run", "--engines", "toy", "--suite", "market", "--data",
+                   str(market_tiny_dir), "--repetitions", "1", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = json.loads((out / "results.json").read_text())["records"]
+    assert len(records) == 17 and all(r["status"] == "unsupported" and "market" in r["reason"] for r in records)
+
+
 @pytest.mark.parametrize("name", list(engine_infos()))
 def test_declared_kind_and_gaps_agree_with_the_capabilities(name: str) -> None:
     """engine.toml's kind is what the adapter's capabilities make it, and it gives a reason for

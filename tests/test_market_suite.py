@@ -5,7 +5,6 @@ and the suite's refusals (a paper dataset, an engine without the capability)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import polars as pl
@@ -69,15 +68,3 @@ def test_the_market_suite_refuses_the_paper_dataset(tiny: Dataset, tmp_path: Pat
     with pytest.raises(RunError, match="--suite market runs on the market dataset"):
         run(run_config(engines=["duckdb"], data=tiny.root, out=tmp_path / "r", seed=7, suite="market"))
     assert not (tmp_path / "r" / "results.json").exists()
-
-
-def test_an_engine_without_the_capability_is_recorded_with_the_reason(market_tiny: Dataset, tmp_path: Path) -> None:
-    lacking = [n for n in engine_infos() if n != "kdb" and availability(n).available
-               and not issubclass(adapter_class(n), Market) and not issubclass(adapter_class(n), Server)]
-    if not lacking:
-        pytest.skip("every available embedded engine has the market capability")
-    out = tmp_path / "r"
-    run(run_config(engines=lacking[:1], data=market_tiny.root, out=out, seed=SEED, suite="market",
-                   protocol=Protocol(repetitions=1)))
-    records = json.loads((out / "results.json").read_text())["records"]
-    assert records and all(r["status"] == "unsupported" and "market" in r["reason"] for r in records)

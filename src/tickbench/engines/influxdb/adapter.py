@@ -51,6 +51,7 @@ from tickbench.engines.base import (
     StreamTarget,
 )
 from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES, Ties, line_batches
+from tickbench.engines.influxdb.market import MARKET_COUNT, InfluxMarket
 from tickbench.engines.influxdb.results import (
     Header,
     found,
@@ -74,7 +75,7 @@ CONFIG = string.Template((HERE / "influxd.toml").read_text())
 SCHEMA = string.Template((HERE / "schema.influxql").read_text())
 DB = "tickbench"
 # Rows written per measurement; point counts equal row counts only if no point overwrote another.
-COUNT = "SELECT count(price) FROM trades; SELECT count(b1price) FROM book"
+COUNT = f"SELECT count(price) FROM trades; SELECT count(b1price) FROM book; {MARKET_COUNT}"
 PARAM = re.compile(r"\$([a-z_0-9]+)")
 WRITERS = 3  # concurrent /write requests: the server parses each request on one core
 # The measurement that marks a database of an external endpoint as tickbench's own.
@@ -114,7 +115,7 @@ def bin_dir() -> Path:
     return tools_dir() / "influxdb" / VERSION
 
 
-class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
+class Adapter(InfluxMarket, ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
     server_name = "influxd"
     data_dir = "influxdb"
     port_names = ("http", "rpc")  # the HTTP API, and the RPC (backup) service it cannot switch off
@@ -497,6 +498,8 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         # endpoint's queries go over a connection each (with its host and authentication).
         session = self.query_sessions.get() if self.endpoint is None else None
         try:
+            if qid.startswith("M-"):  # the market suite's files (market.py)
+                return self.run_market_query(qid, text, session)
             results = self._run_statements(text, header, session)
         except BaseException:
             self.query_sessions.discard()  # a failed request's connection is not reused
@@ -543,6 +546,8 @@ class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
         lookback header as its first round binds it (the shortest window): the iterators, TSM
         blocks and points each read decoded."""
         text = self.query_text(qid)
+        if qid.startswith("M-"):
+            return self.market_explain(qid, text)
         header = parse_header(text)
         stmts = statements(text)
         binds = influx_bindings(self.params.bindings())

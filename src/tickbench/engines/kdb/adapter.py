@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import BulkLoad, Endpoint, Engine, EngineInfo, EngineUnavailable, LoadFigures, Storage
+from tickbench.engines.kdb.market import KdbMarket, is_market, market_prelude
 from tickbench.params import QueryParams
 
 HERE = Path(__file__).parent
@@ -252,6 +253,9 @@ def _column(kx: Any, vec: Any) -> pa.Array:
         return pa.array([str(s) for s in vec.py()], pa.string())
     if isinstance(vec, kx.EnumVector):  # a query that left a symbol column enumerated
         return _column(kx, kx.q("{`$string x}", vec))
+    if isinstance(vec, kx.FloatVector):  # 0n, q's float null, is a NaN: a null (M-SNAP, sd)
+        values = vec.np()
+        return pa.array(values, pa.float64(), mask=np.isnan(values))
     return pa.array(vec.np())
 
 
@@ -313,7 +317,7 @@ class Remote:
         self.conn.close()
 
 
-class Adapter(Engine, BulkLoad, Storage):
+class Adapter(KdbMarket, Engine, BulkLoad, Storage):
     external_endpoint = True  # a q process over IPC (Remote), through PyKX unlicensed
 
     def __init__(self, info: EngineInfo, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
@@ -459,7 +463,8 @@ class Adapter(Engine, BulkLoad, Storage):
         kx = self._q()
         text = self.queries.get(qid)
         if text is None:
-            text = self.queries[qid] = prelude(self.params.bindings()) + ";" + flatten(self.query_text(qid))
+            head = market_prelude(self.params) if is_market(self.params) else prelude(self.params.bindings())
+            text = self.queries[qid] = head + ";" + flatten(self.query_text(qid))
         if self.remote is not None:  # evaluated by the q process; PyKX converts the answer
             return pa.Table.from_pandas(self.remote(text).pd(), preserve_index=False)
         return to_arrow(kx, kx.q(text))

@@ -283,7 +283,7 @@ def test_o_s_takes_min_and_max_over_all_forty_prices(tiny: Dataset, tiny_params:
         book = book.with_columns(pl.DataFrame(np.take_along_axis(values, order, axis=1), schema=side))
     lowest = book.select(pl.min_horizontal(asks)).to_series()
     assert (book["a1price"] > lowest).sum() > 0.9 * book.height  # a1price alone would not verify
-    engine = adapter_class("influxdb")(workdir, tiny, tiny_params)
+    engine = adapter("influxdb", workdir, tiny, tiny_params)
     engine.start()
     try:
         engine._load_frames(DB, [("book", book)], book.height)  # type: ignore[attr-defined]

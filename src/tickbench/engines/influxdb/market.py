@@ -260,13 +260,14 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
         dataset: Dataset
         params: RunParams
         host: str
-        http_port: int
         query_requests: int
         _settling: set[str]
         _expected: dict[str, int]
 
         @property
         def db(self) -> str: ...
+        @property
+        def http_port(self) -> int: ...
         def _create(self, db: str) -> None: ...
         def _write_all(self, db: str, batches: Iterable[bytes]) -> None: ...
         def _query(self, q: str, db: str = ..., params: dict[str, Any] | None = None,

@@ -435,13 +435,14 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
         return pl.concat(out, how="diagonal_relaxed") if out else pl.DataFrame()
 
     def market_explain(self, qid: str, text: str) -> str:
-        """``EXPLAIN ANALYZE`` of the query's first statement (InfluxQL explains one SELECT at a
-        time; the others differ in their bound values or read the same shards)."""
+        """``EXPLAIN ANALYZE`` of each statement of the query's first ``each`` element (InfluxQL
+        explains one SELECT at a time; the other elements differ only in their bound values)."""
         _, stmts = self.market_statements(qid, text)
         binds = flat_bindings(self.market.bindings())
-        first = stmts[0][1]
-        used = {name: binds[name] for name in PARAM.findall(first)}
-        results = self._query("EXPLAIN ANALYZE " + first, db=self.db, params=used)
-        lines = [str(v[0]) for r in results for s in r.get("series", []) for v in s["values"]]
-        more = f"(the first of {len(stmts)} statements)\n" if len(stmts) > 1 else ""
-        return more + "\n".join(lines)
+        first = [s for v, s in stmts if v == stmts[0][0]]
+        out = [f"(the first {len(first)} of {len(stmts)} statements)"] if len(first) < len(stmts) else []
+        for stmt in first:
+            used = {name: binds[name] for name in PARAM.findall(stmt)}
+            results = self._query("EXPLAIN ANALYZE " + stmt, db=self.db, params=used)
+            out += [str(v[0]) for r in results for s in r.get("series", []) for v in s["values"]]
+        return "\n".join(out)

@@ -58,7 +58,7 @@ def test_ties_become_tags_and_trades_know_their_place() -> None:
                            "ask": 3.0, "bsize": 1.0, "asize": 1.0, "seq": [2, 1, 3, 4]})
     lines = quote_lines(quotes).to_list()
     assert lines[0] == f"quotes,exchange=X,sym=A\\ B,tie=1 bid=1.0,ask=3.0,bsize=1.0,asize=1.0,seq=2i {T0}\n"
-    assert [line.split(" tie=")[1].split(" ")[0] for line in lines] == ["1", "0", "2", "0"]
+    assert [line.split(",tie=")[1].split(" ")[0] for line in lines] == ["1", "0", "2", "0"]
     trades = pl.DataFrame({"ts": ts, "exchange": ["Y", "X", "X", "X"], "sym": "A", "side": "buy",
                            "price": 1.0, "amount": 1.0, "trade_id": [1, 8, 7, 9]})
     ords = {int(line.split("trade_id=")[1].split("i")[0]): line.split("ord=")[1].split("i")[0]

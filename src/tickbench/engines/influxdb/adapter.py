@@ -52,6 +52,7 @@ from tickbench.engines.base import (
 )
 from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES, Ties, line_batches
 from tickbench.engines.influxdb.market import MARKET_COUNT, InfluxMarket
+from tickbench.engines.influxdb.paths import VERSION, bin_dir, du
 from tickbench.engines.influxdb.results import (
     Header,
     found,
@@ -62,10 +63,9 @@ from tickbench.engines.influxdb.results import (
     to_table,
 )
 from tickbench.engines.influxdb.writer import LineTarget, Session, Writer
-from tickbench.engines.server import LOOPBACK, InstallStep, ReaderPool, ServerEngine, run_tool, tools_dir
+from tickbench.engines.server import LOOPBACK, InstallStep, ReaderPool, ServerEngine, run_tool
 from tickbench.suites.published import BY_ID
 
-VERSION = "1.13.2"  # the newest 1.x release on the Go module proxy (engines/influxdb/README.md)
 MODULE = "github.com/influxdata/influxdb"
 # InfluxData's pkg-config stand-in, the version influxdb's go.mod pins (tools.go): asked by cgo for
 # "flux", it builds Flux's Rust library (libflux, from the flux Go module's sources) with cargo.
@@ -107,12 +107,6 @@ INGEST_READ = {
 # A selector alone returns the time of the point it picked, and the other fields named beside
 # it come from that same point (two selectors would both get time 0 instead).
 INGEST_LATEST = 'SELECT last(b1price) AS b1price, a1price FROM book GROUP BY "sym"'
-
-
-def bin_dir() -> Path:
-    """Where ``influxd`` and ``influx`` of :data:`VERSION` are installed: another version's
-    binaries are not this one (a version change installs anew)."""
-    return tools_dir() / "influxdb" / VERSION
 
 
 class Adapter(InfluxMarket, ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
@@ -697,13 +691,3 @@ def settled(root: Path, db: str) -> bool:
         if len({f.name.split("-")[0] for f in shard.glob("*.tsm")}) != 1:
             return False
     return all(seg.stat().st_size == 0 for seg in (root / "wal" / db).glob("*/*/*.wal"))
-
-
-def du(path: Path, apparent: bool = False) -> int:
-    """Bytes under ``path``: allocated on disk (as ``du``), or the files' apparent sizes."""
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for name in files:
-            st = os.lstat(os.path.join(dirpath, name))
-            total += st.st_size if apparent else st.st_blocks * 512
-    return total

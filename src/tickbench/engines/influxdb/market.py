@@ -45,6 +45,7 @@ from tickbench.data.dataset import Dataset
 from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
 from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES
+from tickbench.engines.influxdb.paths import bin_dir, du
 from tickbench.engines.influxdb.writer import Session
 from tickbench.engines.server import LOOPBACK
 from tickbench.market_params import MarketParams
@@ -341,8 +342,6 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
     def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """InfluxDB's own importer, ``influx -import`` with its defaults, on a line-protocol file
         made from the same input (InfluxDB 1.x reads neither CSV nor Parquet)."""
-        from tickbench.engines.influxdb.adapter import bin_dir
-
         frames, nbytes = self._day_frames(fmt)
         expected = sum(f.height for f in frames.values())
         db = f"mw_baseline_{fmt}"
@@ -369,8 +368,6 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
     def market_storage_bytes(self) -> dict[str, int]:
         """The loaded database's shards (one a day: TSM files, ``fields.idx``, WAL) and its series
         file, as allocated on disk; apparent sizes follow."""
-        from tickbench.engines.influxdb.adapter import du
-
         root: Path = self.root  # type: ignore[attr-defined]
         shards = self._shards(self.db)
         days = set(self.market.load_days())

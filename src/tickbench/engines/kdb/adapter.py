@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import BulkLoad, Endpoint, Engine, EngineInfo, EngineUnavailable, LoadFigures, Storage
-from tickbench.engines.kdb.market import KdbMarket, is_market, market_prelude
+from tickbench.engines.kdb.market import KdbMarket, is_market, market_prelude, to_q
 from tickbench.params import QueryParams
 
 HERE = Path(__file__).parent
@@ -211,24 +211,6 @@ def query_params_used(text: str) -> set[str]:
 
 
 # -- data between Arrow and q -------------------------------------------------------------------
-
-
-def to_q(kx: Any, table: pa.Table) -> Any:
-    """An Arrow table (the dataset's schema) as a q table: timestamps as q timestamps, strings
-    as symbols (through a dictionary, so each distinct string is interned once)."""
-    cols: dict[str, Any] = {}
-    for name, col in zip(table.column_names, table.columns, strict=True):
-        arr = col.combine_chunks()
-        if pa.types.is_timestamp(arr.type):
-            ns = arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
-            cols[name] = kx.toq(ns.view("datetime64[ns]"))
-        elif pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-            enc = arr.dictionary_encode()
-            words = kx.toq(enc.dictionary.to_numpy(zero_copy_only=False), kx.SymbolVector)
-            cols[name] = kx.q("{x y}", words, kx.toq(enc.indices.to_numpy(zero_copy_only=False)))
-        else:
-            cols[name] = kx.toq(arr.to_numpy(zero_copy_only=False))
-    return kx.q("{flip x}", kx.toq(cols))
 
 
 def to_arrow(kx: Any, table: Any) -> pa.Table:

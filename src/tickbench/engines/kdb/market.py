@@ -37,6 +37,24 @@ if TYPE_CHECKING:
 MARKET_SORT = {"quotes": ["ts", "seq"], "trades": ["ts", "exchange", "trade_id"]}
 
 
+def to_q(kx: Any, table: pa.Table) -> Any:
+    """An Arrow table (the dataset's schema) as a q table: timestamps as q timestamps, strings
+    as symbols (through a dictionary, so each distinct string is interned once)."""
+    cols: dict[str, Any] = {}
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        arr = col.combine_chunks()
+        if pa.types.is_timestamp(arr.type):
+            ns = arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
+            cols[name] = kx.toq(ns.view("datetime64[ns]"))
+        elif pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            enc = arr.dictionary_encode()
+            words = kx.toq(enc.dictionary.to_numpy(zero_copy_only=False), kx.SymbolVector)
+            cols[name] = kx.q("{x y}", words, kx.toq(enc.indices.to_numpy(zero_copy_only=False)))
+        else:
+            cols[name] = kx.toq(arr.to_numpy(zero_copy_only=False))
+    return kx.q("{flip x}", kx.toq(cols))
+
+
 def is_market(params: object) -> TypeGuard[MarketParams]:
     """Whether the run's parameters are the market suite's (its query files read another ``p``)."""
     return isinstance(params, MarketParams)
@@ -81,6 +99,11 @@ def market_prelude(params: MarketParams) -> str:
     return "p:" + "".join(f"`{k}" for k in binds) + "!(" + ";".join(m_literal(v) for v in binds.values()) + ")"
 
 
+def _bytes_under(path: Path) -> int:
+    """Bytes of the files under ``path`` (0 when it does not exist)."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
 class KdbMarket(Market, MarketBulkLoad, MarketStorage):
     """The market capabilities of the kdb+ adapter (its embedded q and HDB helpers, lib.q)."""
 
@@ -121,8 +144,6 @@ class KdbMarket(Market, MarketBulkLoad, MarketStorage):
     def load_market(self) -> int:
         """Every day of M into its date partition of quotes and trades, then the instruments
         splayed at the root; the HDB mapped."""
-        from tickbench.engines.kdb.adapter import to_q
-
         kx = self._q()
         kx.q(".tb.close[]")
         shutil.rmtree(self.hdb, ignore_errors=True)
@@ -145,8 +166,6 @@ class KdbMarket(Market, MarketBulkLoad, MarketStorage):
     def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """Day D's quotes and trades into a fresh HDB in ``scratch``, partitioned and sorted as
         the query HDB is (``.tb.part``); the rows counted back from the written columns."""
-        from tickbench.engines.kdb.adapter import _du, to_q
-
         with self._unmapped() as kx:
             store = self._fresh(scratch, f"mw_{fmt}")
             day = self.market.D
@@ -165,12 +184,10 @@ class KdbMarket(Market, MarketBulkLoad, MarketStorage):
                 self._market_part(kx, store, table, day, data)
             rows = sum(int(kx.q(".tb.rows", kx.CharVector(str(store)), kx.CharVector(day), t).py())
                        for t in MARKET_TABLES)
-            return LoadFigures(rows=rows, input_bytes=nbytes, detail={"bytes_on_disk": _du(store)})
+            return LoadFigures(rows=rows, input_bytes=nbytes, detail={"bytes_on_disk": _bytes_under(store)})
 
     def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """The simplest durable copy: each table splayed as read, symbols enumerated."""
-        from tickbench.engines.kdb.adapter import to_q
-
         with self._unmapped() as kx:
             store = self._fresh(scratch, f"mw_baseline_{fmt}")
             nbytes = rows = 0
@@ -189,11 +206,9 @@ class KdbMarket(Market, MarketBulkLoad, MarketStorage):
 
     def market_storage_bytes(self) -> dict[str, int]:
         """The 20 date partitions, the sym file and the instruments table, in bytes."""
-        from tickbench.engines.kdb.adapter import _du
-
         days = [dt.date.fromisoformat(d).strftime("%Y.%m.%d") for d in self.market.load_days()]
-        parts = sum(_du(self.hdb / d) for d in days if (self.hdb / d).is_dir())
+        parts = sum(_bytes_under(self.hdb / d) for d in days if (self.hdb / d).is_dir())
         sym = (self.hdb / "sym").stat().st_size if (self.hdb / "sym").is_file() else 0
-        instruments = _du(self.hdb / "instruments")
+        instruments = _bytes_under(self.hdb / "instruments")
         return {"hdb_partitions_sym_instruments": parts + sym + instruments, "hdb_partitions": parts,
-                "hdb_total": _du(self.hdb)}
+                "hdb_total": _bytes_under(self.hdb)}

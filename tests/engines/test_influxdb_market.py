@@ -114,3 +114,11 @@ def test_answers_are_shaped_as_the_reference(market_tiny: Dataset, market_tiny_p
     table = shape("M-STATS", pl.DataFrame(), MarketHeader())
     ref = answer("M-STATS", market_tiny, market_tiny_params)
     assert table.column_names == ref.columns
+
+
+def test_a_markout_file_names_its_horizons_and_its_second_round() -> None:
+    from tickbench.engines.influxdb.market import THEN
+
+    h = parse_market_header("-- each: trade_id=p_trade_ids\n-- marks: h=1, 10, 60, 300\nSELECT 1\n-- then\nSELECT 2")
+    assert h.marks == ("h", (1, 10, 60, 300)) and h.each == ("trade_id", "p_trade_ids")
+    assert len(THEN.split("SELECT 1\n-- then\nSELECT 2")) == 2

@@ -24,7 +24,9 @@ parameters, never code; ``@in(sym, ui_pair_sym by ui_pair_req)`` takes the eleme
 the current ``each`` element; ``-- key:`` the columns joining the statements of one element;
 ``-- grid: sym=b_syms`` keeps a row for every (element, name); ``-- columns: time=day`` renames;
 ``-- rank: rank=-notional, sym`` numbers the rows in that order; ``-- nan: sd`` reads NaN as null (``stddev()`` of
-one point is NaN). Rows are sorted by the SPEC's order (InfluxQL orders only by time).
+one point is NaN); ``-- marks: h=1, 10, …`` with a ``-- then`` line makes a mark-out file of two
+rounds (see :meth:`InfluxMarket._markout_rounds`). Rows are sorted by the SPEC's order (InfluxQL
+orders only by time).
 """
 
 from __future__ import annotations
@@ -54,7 +56,9 @@ from tickbench.market_reference import COLUMNS, SORT  # the answers' columns, ty
 if TYPE_CHECKING:
     from tickbench.params import RunParams
 
-HEADER = re.compile(r"^--\s*(each|key|grid|columns|rank|nan):\s*(.*)$")
+HEADER = re.compile(r"^--\s*(each|key|grid|columns|rank|nan|marks):\s*(.*)$")
+THEN = re.compile(r"^--\s*then\s*$", re.M)  # a mark-out file's second round follows this line
+MARK_VALUES = ("at", "sign", "price", "amount")  # what a trade's row binds in the second round
 IN = re.compile(r"@in\(\s*([a-z_]+)\s*,\s*([a-z0-9_]+)(?:\s+by\s+([a-z0-9_]+))?\s*\)")
 ITEM = re.compile(r"\$([a-z0-9_]+)\[\]")
 PARAM = re.compile(r"\$([a-z0-9_]+)")
@@ -139,6 +143,7 @@ class MarketHeader:
     renames: dict[str, str] = field(default_factory=dict)
     rank: tuple[str, tuple[str, ...]] | None = None  # (column, the order it numbers)
     nan: tuple[str, ...] = ()
+    marks: tuple[str, tuple[int, ...]] | None = None  # (column, the horizons in seconds)
 
 
 def parse_market_header(text: str) -> MarketHeader:
@@ -167,8 +172,14 @@ def parse_market_header(text: str) -> MarketHeader:
         if not sep or not by:
             raise ValueError(f"bad rank header {found['rank']!r}: want COLUMN=-col, col")
         rank = (col.strip(), by)
+    marks = None
+    if "marks" in found:
+        col, sep, hs = found["marks"].partition("=")
+        marks = (col.strip(), tuple(int(h) for h in hs.split(",") if h.strip()))
+        if not sep or not marks[1]:
+            raise ValueError(f"bad marks header {found['marks']!r}: want COLUMN=1, 10, …")
     return MarketHeader(pair("each"), tuple(items("key")), pair("grid"),
-                        {k.strip(): v.strip() for k, v in renames.items()}, rank, tuple(items("nan")))
+                        {k.strip(): v.strip() for k, v in renames.items()}, rank, tuple(items("nan")), marks)
 
 
 def statements(text: str) -> list[str]:
@@ -394,6 +405,8 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
 
     def run_market_query(self, qid: str, text: str, session: Session | None) -> pa.Table:
         """Run a market query file (all its statements in one request) and shape its answer."""
+        if THEN.search(text):
+            return self._run_markouts(qid, text, session)
         header, stmts = self.market_statements(qid, text)
         binds = flat_bindings(self.market.bindings())
         q = ";\n".join(s for _, s in stmts)
@@ -401,6 +414,77 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
         results = self._query(q, db=self.db, params=used, session=session, packed=True)
         self.query_requests = 1
         return shape(qid, self._merge(header, stmts, results), header)
+
+    def _markout_rounds(self, text: str, session: Session | None, explain: bool = False
+                        ) -> tuple[MarketHeader, list[tuple[int, int, str]], list[dict[str, Any]], str]:
+        """A mark-out file's two rounds (M-THEOPL: InfluxQL has no joins). First, one statement
+        per element of the ``each`` list: the trade's own row (its time, price, amount and
+        side tag). Then, per trade found and per horizon h of ``-- marks:``, the statements
+        after ``-- then`` with ``$at[]`` = its time + h s (within its UTC day), ``$sign[]``
+        (+1 buy, -1 sell), ``$price[]`` and ``$amount[]`` bound: InfluxDB finds the quote and
+        computes the mark-out. Returns the header, each lookup's (element, h, statement), the
+        second round's results, and (``explain``) the plans of both rounds' first statements."""
+        header = parse_market_header(text)
+        if header.each is None or header.marks is None:
+            raise ValueError("a mark-out file needs an each header and a marks header")
+        first_text, then_text = THEN.split(text, maxsplit=1)
+        binds = self.market.bindings()
+        flat = flat_bindings(binds)
+        n = len(binds[header.each[1]])
+        lookups = [expand(st, binds, i) for i in range(n) for st in statements(first_text)]
+        if len(lookups) != n:
+            raise ValueError("a mark-out file's first round is one statement per trade")
+        rows = self._query(";\n".join(lookups), db=self.db, session=session, packed=True,
+                           params={k: flat[k] for k in PARAM.findall(";".join(lookups))})
+        day_end = int(flat["d_end"]) - 1
+        marks: list[tuple[int, int, str]] = []
+        for i, result in enumerate(rows):
+            found = [(series.get("tags") or {}, dict(zip(series["columns"], v, strict=True)))
+                     for series in result.get("series", []) for v in series.get("values") or []]
+            if not found:
+                continue  # not a trade of D: no mark-out
+            if len(found) > 1:
+                raise RuntimeError(f"{len(found)} trades match element {i} of {header.each[1]}")
+            tags, row = found[0]
+            for h in header.marks[1]:
+                k = len(marks)
+                flat |= {f"at_{k}": min(int(row["time"]) + h * 10**9, day_end),
+                         f"sign_{k}": 1.0 if tags.get("side") == "buy" else -1.0,
+                         f"price_{k}": float(row["price"]), f"amount_{k}": float(row["amount"])}
+                for st in statements(then_text):
+                    for name in MARK_VALUES:
+                        st = st.replace(f"${name}[]", f"${name}_{k}")
+                    marks.append((i, h, expand(st, binds, i)))
+        plan = ""
+        if explain:
+            out = []
+            for st in (lookups[0], marks[0][2]) if marks else (lookups[0],):
+                used = {k: flat[k] for k in PARAM.findall(st)}
+                res = self._query("EXPLAIN ANALYZE " + st, db=self.db, params=used)
+                out += [str(v[0]) for r in res for s in r.get("series", []) for v in s["values"]]
+            return header, marks, [], "\n".join(out)
+        q = ";\n".join(st for _, _, st in marks)
+        results = self._query(q, db=self.db, session=session, packed=True,
+                              params={k: flat[k] for k in PARAM.findall(q)}) if marks else []
+        self.query_requests = 2 if marks else 1
+        return header, marks, results, plan
+
+    def _run_markouts(self, qid: str, text: str, session: Session | None) -> pa.Table:
+        header, marks, results, _ = self._markout_rounds(text, session)
+        assert header.each is not None and header.marks is not None
+        binds = self.market.bindings()
+        out: dict[str, list[Any]] = {"exchange": [], "sym": [], header.each[0]: [], header.marks[0]: [], "pnl": []}
+        for (i, h, _), result in zip(marks, results, strict=True):
+            values = [v for series in result.get("series", []) for v in series.get("values") or []]
+            if not values:
+                continue  # no quote of the venue before ts + h on that day: no row
+            cols = result["series"][0]["columns"]
+            out["exchange"].append(binds["p_exchanges"][i])
+            out["sym"].append(binds["p_syms"][i])
+            out[header.each[0]].append(binds[header.each[1]][i])
+            out[header.marks[0]].append(h)
+            out["pnl"].append(values[0][cols.index("pnl")])
+        return shape(qid, pl.DataFrame(out, strict=False), header)
 
     def _merge(self, header: MarketHeader, stmts: list[tuple[Any, str]],
                results: list[dict[str, Any]]) -> pl.DataFrame:
@@ -434,6 +518,8 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
     def market_explain(self, qid: str, text: str) -> str:
         """``EXPLAIN ANALYZE`` of each statement of the query's first ``each`` element (InfluxQL
         explains one SELECT at a time; the other elements differ only in their bound values)."""
+        if THEN.search(text):
+            return self._markout_rounds(text, None, explain=True)[3]
         _, stmts = self.market_statements(qid, text)
         binds = flat_bindings(self.market.bindings())
         first = [s for v, s in stmts if v == stmts[0][0]]

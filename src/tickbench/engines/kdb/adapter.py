@@ -39,7 +39,8 @@ import pyarrow.parquet as pq
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import BulkLoad, Endpoint, Engine, EngineInfo, EngineUnavailable, LoadFigures, Storage
-from tickbench.engines.kdb.market import KdbMarket, is_market, market_prelude, to_q
+from tickbench.engines.kdb.convert import to_q
+from tickbench.engines.kdb.market import KdbMarket, is_market, market_prelude
 from tickbench.params import QueryParams
 
 HERE = Path(__file__).parent

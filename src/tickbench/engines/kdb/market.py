@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
+from tickbench.engines.kdb.convert import to_q
 from tickbench.market_params import MarketParams
 
 if TYPE_CHECKING:
@@ -35,24 +36,6 @@ if TYPE_CHECKING:
 # Rows in time order before .Q.dpft's stable sort by sym: quotes tied on ts by seq (the latest
 # quote is the last row at or before t), trades in (ts, exchange, trade_id), the order of close.
 MARKET_SORT = {"quotes": ["ts", "seq"], "trades": ["ts", "exchange", "trade_id"]}
-
-
-def to_q(kx: Any, table: pa.Table) -> Any:
-    """An Arrow table (the dataset's schema) as a q table: timestamps as q timestamps, strings
-    as symbols (through a dictionary, so each distinct string is interned once)."""
-    cols: dict[str, Any] = {}
-    for name, col in zip(table.column_names, table.columns, strict=True):
-        arr = col.combine_chunks()
-        if pa.types.is_timestamp(arr.type):
-            ns = arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
-            cols[name] = kx.toq(ns.view("datetime64[ns]"))
-        elif pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-            enc = arr.dictionary_encode()
-            words = kx.toq(enc.dictionary.to_numpy(zero_copy_only=False), kx.SymbolVector)
-            cols[name] = kx.q("{x y}", words, kx.toq(enc.indices.to_numpy(zero_copy_only=False)))
-        else:
-            cols[name] = kx.toq(arr.to_numpy(zero_copy_only=False))
-    return kx.q("{flip x}", kx.toq(cols))
 
 
 def is_market(params: object) -> TypeGuard[MarketParams]:

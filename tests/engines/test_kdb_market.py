@@ -41,5 +41,6 @@ def test_market_parameter_text(market_tiny: Dataset, market_tiny_params: MarketP
     assert m_literal([dt.date(2024, 1, 2), dt.date(2024, 1, 3)]) == "2024.01.02 2024.01.03"
     head = market_prelude(market_tiny_params)
     keys, values = head.removeprefix("p:").split("!(", 1)
-    assert {"d", "w", "m", "vwab", "n_days", "b_syms", "t_times"} <= set(keys.split("`")[1:])
+    wanted = {"d", "w", "m", "vwab", "session_open_minute", "m_day_count", "b_syms", "t_times"}
+    assert wanted <= set(keys.split("`")[1:])
     assert ";2024.01.16;2024.01.02 2024.01.08;2024.01.02 2024.01.30;" in values

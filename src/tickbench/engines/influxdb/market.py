@@ -32,6 +32,7 @@ orders only by time).
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import subprocess
 from collections.abc import Iterable, Iterator
@@ -47,7 +48,8 @@ from tickbench.data.dataset import Dataset
 from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
 from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES
-from tickbench.engines.influxdb.paths import bin_dir, du
+from tickbench.engines.influxdb.load import du
+from tickbench.engines.influxdb.server import bin_dir
 from tickbench.engines.influxdb.writer import Session
 from tickbench.engines.server import LOOPBACK
 from tickbench.market_params import MarketParams
@@ -64,9 +66,6 @@ ITEM = re.compile(r"\$([a-z0-9_]+)\[\]")
 PARAM = re.compile(r"\$([a-z0-9_]+)")
 TS = pl.Datetime("ns", "UTC")
 DAY_NS = 86_400 * 10**9
-# Rows written to the market's own measurements, added to the paper's count (adapter.COUNT,
-# which counts trades for both).
-MARKET_COUNT = 'SELECT count(bid) FROM quotes; SELECT count("rank") FROM instruments'
 
 
 # -- line protocol ---------------------------------------------------------------------------
@@ -286,6 +285,7 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
                    session: Session | None = None, packed: bool = False) -> list[dict[str, Any]]: ...
         def _shards(self, db: str) -> list[tuple[int, str, str]]: ...
         def w_durability(self) -> str: ...
+        def credentials(self) -> tuple[str, str] | None: ...
 
     @property
     def market(self) -> MarketParams:
@@ -363,10 +363,12 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
             out.write(f"# DML\n# CONTEXT-DATABASE: {db}\n".encode())
             for body in batches(LINES[t](f) for t, f in frames.items()):
                 out.write(body)
+        user, password = self.credentials() or ("", "")
         done = subprocess.run(
             [str(bin_dir() / "influx"), "-host", LOOPBACK, "-port", str(self.http_port),
              "-import", "-path", str(path), "-precision", "ns"],
-            capture_output=True, text=True)
+            capture_output=True, text=True,  # the credentials in its environment, not on its command line
+            env={**os.environ, "INFLUX_USERNAME": user, "INFLUX_PASSWORD": password})
         lp_bytes = path.stat().st_size
         path.unlink()  # the importer's input, not part of the store
         if done.returncode != 0:

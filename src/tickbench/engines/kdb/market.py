@@ -78,7 +78,6 @@ def market_prelude(params: MarketParams) -> str:
     binds["w"] = list(span(params.W))
     binds["m"] = list(span(params.M))
     binds["vwab"] = list(span(params.VWAB12D.days))
-    binds["n_days"] = len(params.M)
     return "p:" + "".join(f"`{k}" for k in binds) + "!(" + ";".join(m_literal(v) for v in binds.values()) + ")"
 
 

@@ -28,6 +28,7 @@ import pyarrow as pa
 from tickbench.engines.base import EngineTime
 from tickbench.engines.influxdb.ingest import InfluxDBIngest
 from tickbench.engines.influxdb.load import InfluxDBLoad
+from tickbench.engines.influxdb.market import InfluxMarket
 from tickbench.engines.influxdb.results import (
     Header,
     found,
@@ -42,7 +43,7 @@ from tickbench.suites.published import BY_ID
 PARAM = re.compile(r"\$([a-z_0-9]+)")
 
 
-class Adapter(InfluxDBLoad, InfluxDBIngest, EngineTime):
+class Adapter(InfluxMarket, InfluxDBLoad, InfluxDBIngest, EngineTime):
     """InfluxDB: the query path, over its server, query store and ingest store."""
 
     query_requests = 1  # the query requests the last run_query sent (a lookback: one a round)
@@ -58,6 +59,8 @@ class Adapter(InfluxDBLoad, InfluxDBIngest, EngineTime):
         # connection each (with its host and authentication).
         session = self.query_sessions.get() if self.endpoint is None else None
         try:
+            if qid.startswith("M-"):  # the market suite's files (market.py)
+                return self.run_market_query(qid, text, session)
             results = self._run_statements(text, header, session)
         except BaseException:
             self.query_sessions.discard()  # a failed request's connection is not reused
@@ -104,6 +107,8 @@ class Adapter(InfluxDBLoad, InfluxDBIngest, EngineTime):
         lookback header as its first round binds it (the shortest window): the iterators, TSM
         blocks and points each read decoded."""
         text = self.query_text(qid)
+        if qid.startswith("M-"):
+            return self.market_explain(qid, text)
         header = parse_header(text)
         stmts = statements(text)
         binds = influx_bindings(self.params.bindings())

@@ -23,7 +23,10 @@ from tickbench.engines.influxdb.server import DB, MARKER, WRITERS, InfluxDBServe
 from tickbench.engines.server import LOOPBACK
 
 # Rows written per measurement; point counts equal row counts only if no point overwrote another.
-COUNT = "SELECT count(price) FROM trades; SELECT count(b1price) FROM book"
+# The market suite's measurements (market.py) too: trades for both datasets, quotes and
+# instruments for the market's.
+COUNT = ("SELECT count(price) FROM trades; SELECT count(b1price) FROM book; "
+         'SELECT count(bid) FROM quotes; SELECT count("rank") FROM instruments')
 
 
 class InfluxDBLoad(InfluxDBServer, BulkLoad, Storage):

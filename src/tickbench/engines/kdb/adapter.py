@@ -39,6 +39,8 @@ import pyarrow.parquet as pq
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import BulkLoad, Endpoint, Engine, EngineInfo, EngineUnavailable, LoadFigures, Storage
+from tickbench.engines.kdb.convert import to_q
+from tickbench.engines.kdb.market import KdbMarket, is_market, market_prelude
 from tickbench.params import QueryParams
 
 HERE = Path(__file__).parent
@@ -212,24 +214,6 @@ def query_params_used(text: str) -> set[str]:
 # -- data between Arrow and q -------------------------------------------------------------------
 
 
-def to_q(kx: Any, table: pa.Table) -> Any:
-    """An Arrow table (the dataset's schema) as a q table: timestamps as q timestamps, strings
-    as symbols (through a dictionary, so each distinct string is interned once)."""
-    cols: dict[str, Any] = {}
-    for name, col in zip(table.column_names, table.columns, strict=True):
-        arr = col.combine_chunks()
-        if pa.types.is_timestamp(arr.type):
-            ns = arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
-            cols[name] = kx.toq(ns.view("datetime64[ns]"))
-        elif pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-            enc = arr.dictionary_encode()
-            words = kx.toq(enc.dictionary.to_numpy(zero_copy_only=False), kx.SymbolVector)
-            cols[name] = kx.q("{x y}", words, kx.toq(enc.indices.to_numpy(zero_copy_only=False)))
-        else:
-            cols[name] = kx.toq(arr.to_numpy(zero_copy_only=False))
-    return kx.q("{flip x}", kx.toq(cols))
-
-
 def to_arrow(kx: Any, table: Any) -> pa.Table:
     """A q table as Arrow, column by column (no pandas in between): timestamps as
     ``timestamp[ns, UTC]``, symbols as strings; q nulls become Arrow nulls."""
@@ -252,6 +236,9 @@ def _column(kx: Any, vec: Any) -> pa.Array:
         return pa.array([str(s) for s in vec.py()], pa.string())
     if isinstance(vec, kx.EnumVector):  # a query that left a symbol column enumerated
         return _column(kx, kx.q("{`$string x}", vec))
+    if isinstance(vec, kx.FloatVector):  # 0n, q's float null, is a NaN: a null (M-SNAP, sd)
+        values = vec.np()
+        return pa.array(values, pa.float64(), mask=np.isnan(values))
     return pa.array(vec.np())
 
 
@@ -313,7 +300,7 @@ class Remote:
         self.conn.close()
 
 
-class Adapter(Engine, BulkLoad, Storage):
+class Adapter(KdbMarket, Engine, BulkLoad, Storage):
     external_endpoint = True  # a q process over IPC (Remote), through PyKX unlicensed
 
     def __init__(self, info: EngineInfo, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
@@ -459,7 +446,8 @@ class Adapter(Engine, BulkLoad, Storage):
         kx = self._q()
         text = self.queries.get(qid)
         if text is None:
-            text = self.queries[qid] = prelude(self.params.bindings()) + ";" + flatten(self.query_text(qid))
+            head = market_prelude(self.params) if is_market(self.params) else prelude(self.params.bindings())
+            text = self.queries[qid] = head + ";" + flatten(self.query_text(qid))
         if self.remote is not None:  # evaluated by the q process; PyKX converts the answer
             return pa.Table.from_pandas(self.remote(text).pd(), preserve_index=False)
         return to_arrow(kx, kx.q(text))

@@ -8,8 +8,9 @@
 / directory alone; \l, the fallback, moves it into the HDB, which the adapter's absolute paths survive.
 .tb.open:{[dir] $[`lo in key `.Q;.Q.lo[hsym `$dir;0b;0b];system "l ",dir]}
 
-/ Drop the HDB's tables (their mapped files are released) and its sym domain; give the memory back.
-.tb.close:{delete trades, book, sym from `.; .Q.gc[]}
+/ Drop the HDB's tables (their mapped files are released: the paper's and the market's, whichever
+/ the HDB holds) and its sym domain; give the memory back.
+.tb.close:{delete trades, book, quotes, instruments, sym from `.; .Q.gc[]}
 
 / Write the in-memory table t as partition d (a "YYYY-MM-DD" string) of table tn in the HDB at dir.
 / Rows are put in time order by k first; .Q.dpft then enumerates the symbol columns against dir/sym,

@@ -59,6 +59,7 @@ from tickbench.engines.base import (
     StreamTarget,
 )
 from tickbench.engines.postgres import pgcopy
+from tickbench.engines.postgres.market import PostgresMarket
 from tickbench.engines.postgres.pgcopy import result_arrow
 from tickbench.engines.postgres.writer import CopyTarget, Writer
 from tickbench.engines.server import (
@@ -78,7 +79,7 @@ PACKAGE = f"postgresql-{PG_MAJOR}"
 HERE = Path(__file__).parent
 SUPERUSER = "postgres"
 DB = "tickbench"
-PARAM = re.compile(r"%\(([a-z_]+)\)s")
+PARAM = re.compile(r"%\(([a-z0-9_]+)\)s")  # the names of bindings(), e.g. b50_syms
 INGEST_DB = "ingest"
 # Server settings, passed as -c options (and recorded by settings()).
 SERVER_SETTINGS = {
@@ -139,7 +140,7 @@ SYNCHRONOUS_COMMIT = {
 }
 
 
-class Adapter(ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
+class Adapter(PostgresMarket, ServerEngine, BulkLoad, Storage, Ingest, EngineTime):
     server_name = "postgres"
     data_dir = "pgdata"
     port_env = "TICKBENCH_POSTGRES_PORT"  # a fixed port instead of a free one (refused if taken)

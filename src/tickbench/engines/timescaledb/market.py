@@ -11,15 +11,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 import psycopg
-from psycopg import sql
 
 from tickbench.data.schema import MARKET_TABLES
 from tickbench.engines.postgres.market import PostgresMarket
 
-# Every chunk of a hypertable into the columnstore (compress_chunk: convert_to_columnstore's
-# function form, so one statement does all of a table's chunks).
-COMPRESS = {t: sql.SQL("SELECT count(compress_chunk(c)) FROM show_chunks({}) AS c").format(sql.Literal(t))
-            for t in MARKET_TABLES}
+# A hypertable's chunks, and one chunk into the columnstore (compress_chunk: the function form of
+# convert_to_columnstore()).
+CHUNK_LIST = "SELECT c::text FROM show_chunks(%s::regclass) AS c"
+COMPRESS = "SELECT compress_chunk(%s::regclass)"
+COMPRESS_WORKERS = 2  # chunks compressed at once: one per core
 # M-SE: a hypertable's chunks inside [start, end) (compressed data, TOAST and indexes), and the
 # rows' bytes before and after compression as the columnstore's statistics record them.
 CHUNKS = ("SELECT coalesce(sum(d.total_bytes), 0), coalesce(sum(s.before_compression_total_bytes), 0), "
@@ -39,14 +39,16 @@ class TimescaleMarket(PostgresMarket):
     market_partitioned: ClassVar[bool] = False  # the hypertables chunk by day themselves
 
     def _market_finish(self, c: psycopg.Connection[Any]) -> None:
-        """After the COPY: every chunk of both hypertables compressed (a connection per table),
-        then the statistics."""
-        def one(table: str) -> None:
-            with self._connect(c.info.dbname) as conn:
-                conn.execute(COMPRESS[table])
+        """After the COPY: every chunk of both hypertables compressed, :data:`COMPRESS_WORKERS`
+        at a time, each on its own connection (quotes' first, the larger), then the statistics."""
+        chunks = [str(r[0]) for t in MARKET_TABLES for r in c.execute(CHUNK_LIST, [t]).fetchall()]
 
-        with ThreadPoolExecutor(len(MARKET_TABLES)) as pool:
-            for f in [pool.submit(one, t) for t in MARKET_TABLES]:
+        def one(chunk: str) -> None:
+            with self._connect(c.info.dbname) as conn:
+                conn.execute(COMPRESS, [chunk])
+
+        with ThreadPoolExecutor(COMPRESS_WORKERS) as pool:
+            for f in [pool.submit(one, ch) for ch in chunks]:
                 f.result()
         super()._market_finish(c)
 

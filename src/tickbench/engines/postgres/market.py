@@ -22,7 +22,7 @@ from psycopg import sql
 
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
-from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
+from tickbench.engines.base import Endpoint, LoadFigures, Market, MarketBulkLoad, MarketStorage
 from tickbench.engines.postgres import pgcopy
 from tickbench.market_params import MarketParams
 from tickbench.params import RunParams
@@ -87,6 +87,11 @@ class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
         w_durability: ClassVar[str]
         params: RunParams
 
+        endpoint: Endpoint | None
+        conn: psycopg.Connection[Any] | None
+        qconn: Any
+
+        def connect(self) -> None: ...
         def engine_file(self, name: str) -> str: ...
         def _connect(self, dbname: str) -> psycopg.Connection[Any]: ...
         def _conn(self) -> psycopg.Connection[Any]: ...

@@ -19,6 +19,7 @@ from tickbench.engines.postgres.market import PostgresMarket
 # convert_to_columnstore()).
 CHUNK_LIST = "SELECT c::text FROM show_chunks(%s::regclass) AS c"
 COMPRESS = "SELECT compress_chunk(%s::regclass)"
+JIT_OFF = "SET jit = off"
 COMPRESS_WORKERS = 2  # chunks compressed at once: one per core
 # M-SE: a hypertable's chunks inside [start, end) (compressed data, TOAST and indexes), and the
 # rows' bytes before and after compression as the columnstore's statistics record them.
@@ -37,6 +38,19 @@ class TimescaleMarket(PostgresMarket):
     market_schema_file: ClassVar[str] = "market_schema.sql"
     market_index_file: ClassVar[str | None] = None  # compressed chunks index their batches
     market_partitioned: ClassVar[bool] = False  # the hypertables chunk by day themselves
+
+    def connect(self) -> None:
+        """The adapter's connections; on a market dataset, each of tickbench's sessions with
+        ``jit = off``: the lookups' plans (M-LAST's probe of each pair, over the month's chunks)
+        have estimated costs far above ``jit_above_cost``, and compiling them cost more than the
+        queries (README, Market tables). The paper suite keeps the engine's ``jit = on``."""
+        super().connect()
+        if self.dataset.kind != "market" or self.endpoint is not None:
+            return
+        self._conn().execute(JIT_OFF)
+        if self.qconn is not None:
+            with self.qconn.cursor() as cur:
+                cur.execute(JIT_OFF)
 
     def _market_finish(self, c: psycopg.Connection[Any]) -> None:
         """After the COPY: every chunk of both hypertables compressed, :data:`COMPRESS_WORKERS`

@@ -38,17 +38,18 @@ import pyarrow as pa
 from tickbench.engines.base import EngineTime
 from tickbench.engines.postgres.ingest import PostgresIngest
 from tickbench.engines.postgres.load import PostgresLoad
+from tickbench.engines.postgres.market import PostgresMarket
 from tickbench.engines.postgres.pgcopy import result_arrow
 from tickbench.params import RunParams
 
-PARAM = re.compile(r"%\(([a-z_]+)\)s")
+PARAM = re.compile(r"%\(([a-z0-9_]+)\)s")  # the names of bindings(), e.g. b50_syms
 # The last statement of a backend, and the totals pg_stat_statements holds for it (in ms).
 LAST_QUERY_ID = "SELECT query_id FROM pg_stat_activity WHERE pid = %s"
 STATEMENT_TOTALS = ("SELECT coalesce(sum(calls), 0), coalesce(sum(total_exec_time), 0) FROM pg_stat_statements "
                     "WHERE queryid = %s AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())")
 
 
-class Adapter(PostgresLoad, PostgresIngest, EngineTime):
+class Adapter(PostgresMarket, PostgresLoad, PostgresIngest, EngineTime):
     """PostgreSQL: the query path, over its server, query store and ingest store."""
 
     # -- queries --------------------------------------------------------------------------

@@ -226,5 +226,9 @@ def file_chunks(path: Path) -> Callable[[], Iterator[bytes]]:
 
 def psql_quoted(path: Path) -> str:
     """``path`` as a quoted argument of a psql meta-command (``\\copy … FROM 'file'``): psql
-    ends the argument at a quote unless it is doubled (a directory named ``it's``)."""
-    return "'" + str(path).replace("'", "''") + "'"
+    ends the argument at a quote unless it is doubled (a directory named ``it's``); a line break
+    would end the command, so such a path is refused, never passed on."""
+    text = str(path)
+    if "\n" in text or "\r" in text:
+        raise ValueError(f"{text!r}: psql's \\copy cannot take a path with a line break")
+    return "'" + text.replace("'", "''") + "'"

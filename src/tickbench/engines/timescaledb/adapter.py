@@ -20,6 +20,7 @@ from tickbench.data.schema import TABLES
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.postgres import adapter as pg
 from tickbench.engines.timescaledb import install as installer
+from tickbench.engines.timescaledb.market import TimescaleMarket
 
 # Every chunk of the table into the columnstore; compress_chunk() is the function form of the
 # procedure convert_to_columnstore(), so one statement does all of a table's chunks.
@@ -37,7 +38,7 @@ COLUMNSTORE_SETTINGS = ("SELECT hypertable::text, segmentby, orderby "
                         "FROM timescaledb_information.hypertable_columnstore_settings")
 
 
-class Adapter(pg.Adapter):
+class Adapter(TimescaleMarket, pg.Adapter):
     """PostgreSQL with TimescaleDB: hypertables, the loaded data in the columnstore. Its files
     (hypertables.sql, ingest.sql, ingest_latest.sql, queries/) are this folder's; the plain tables
     are PostgreSQL's schema.sql."""

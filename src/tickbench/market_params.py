@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -298,6 +298,14 @@ def market_params(ds: Dataset, seed: int, user: int = 0) -> MarketParams:
         T=draw_times(seed, d, user), P=draw_trades(seed, ds, d, basket), UI=draw_requests(seed, n, d, user),
         VWAB12D=draw_block(seed, n, month, user), user=user,
     )
+
+
+def user_params(base: MarketParams, universe: int, seed: int, user: int) -> MarketParams:
+    """User ``user``'s parameters from any user's ``base`` of the same run: its own T, UI and
+    M-VWAB-12D block and window drawn as :func:`market_params` draws them, the run's D, W, M, B,
+    B50 and P kept (so the dataset is not read again for every user)."""
+    return replace(base, T=draw_times(seed, base.D, user), UI=draw_requests(seed, universe, base.D, user),
+                   VWAB12D=draw_block(seed, universe, base.M, user), user=user)
 
 
 def write_params_json(path: Path, params: MarketParams) -> None:

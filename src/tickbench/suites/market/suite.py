@@ -14,16 +14,27 @@ from tickbench.market_params import MarketParams, write_params_json
 from tickbench.report.widgets import PageParts, Section, SuiteView
 from tickbench.results import Record
 from tickbench.run.cell import FAILURES, CellContext
-from tickbench.suites.base import Options, Suite, WorkerOp
+from tickbench.suites.base import Option, Options, Suite, WorkerOp
 from tickbench.suites.cells import Cells, LoadStorageFigures
 from tickbench.suites.market import BY_ID, LOADS, QUERY_IDS
 from tickbench.suites.market import report as report_module
-from tickbench.suites.market.ops import bulk_op, load_op, storage_op
+from tickbench.suites.market.ops import bulk_op, load_op, storage_op, users_op
+from tickbench.suites.market.users import CATEGORY, UI_USERS, VWAB_USERS, Users, UsersFigures, parse_id
+from tickbench.suites.market.users import cell_ids as users_cells
+from tickbench.suites.stream.suite import parse_counts
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine, EngineInfo
 
 NO_MARKET = "no market capability: the engine does not load the market dataset's tables yet"
+
+
+class MarketFigures(LoadStorageFigures, UsersFigures):
+    """A market cell's figures: M-W's and M-SE's, or a users cell's."""
+
+
+def _non_negative(v: int) -> str | None:
+    return None if v >= 0 else "must be 0 (none) or more"
 
 
 class MarketSuite(Suite):
@@ -32,11 +43,18 @@ class MarketSuite(Suite):
     order = 5
     summary = "15 questions over a universe of instruments on eight venues (SPEC §2.3), M-W and M-SE"
     dataset_kind = "market"
-    figures_model = LoadStorageFigures
+    figures_model = MarketFigures
+    options = (
+        Option("users", VWAB_USERS, "M-VWAB-12D's concurrent user counts, each user its own client (STAC-M3's 1T, "
+               "10T, 50T, 100T)", kind="text", parse=lambda t: parse_counts(t, "--users"),
+               text_default=",".join(map(str, VWAB_USERS)), decode=tuple),
+        Option("ui_users", UI_USERS, "concurrent users of M-SNAP and M-STATS-UI, each with its own parameters "
+               "(0: none)", check=_non_negative),
+    )
     own_sections = True
     report: ClassVar[ModuleType | None] = report_module
     worker_ops: ClassVar[dict[str, WorkerOp]] = {"market_load": load_op, "market_bulk": bulk_op,
-                                                  "market_storage": storage_op}
+                                                  "market_storage": storage_op, "market_users": users_op}
     load_op = "market_load"
     endpoint_refusal = ("its tables (instruments, quotes, trades) are not yet created in a namespace of their own "
                         "on a user's server; run it on a server tickbench starts")
@@ -47,9 +65,11 @@ class MarketSuite(Suite):
         return None
 
     def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
-        return [*QUERY_IDS, *LOADS]
+        return [*QUERY_IDS, *users_cells(opts["users"], opts["ui_users"]), *LOADS]
 
     def category(self, benchmark: str) -> str:
+        if parse_id(benchmark) is not None:
+            return CATEGORY
         return BY_ID[benchmark].category if benchmark in BY_ID else "write/storage"
 
     def support(self, engine: type[Engine], info: EngineInfo) -> str:
@@ -60,7 +80,8 @@ class MarketSuite(Suite):
         return "✔" + (f" but {', '.join(gaps)}" if gaps else "")
 
     def run(self, ctx: CellContext, todo: list[str]) -> None:
-        """Start the engine and load the market dataset, then every query, M-W and M-SE of ``todo``."""
+        """Start the engine and load the market dataset, then every query, users cell, M-W and M-SE
+        of ``todo``."""
         params = ctx.params
         if not isinstance(params, MarketParams):
             raise TypeError("the market suite runs with the market dataset's parameters")
@@ -76,9 +97,12 @@ class MarketSuite(Suite):
             return
         cells = Cells(ctx, worker, list(params.M), w_id="M-W", se_id="M-SE", bulk_op="market_bulk",
                       storage_op="market_storage")
+        users = Users(ctx, worker)
         try:
             for bench in todo:
-                if bench == "M-W":
+                if parse_id(bench) is not None:
+                    ctx.on_record(users.cell(bench))
+                elif bench == "M-W":
                     ctx.on_record(cells.w())
                 elif bench == "M-SE":
                     ctx.on_record(cells.se())

@@ -1,0 +1,127 @@
+"""The market suite's users (SPEC §2.3's last paragraph): M-VWAB-12D with several users, M-SNAP
+and M-STATS-UI with several, each user its own client and parameters, every answer of every
+user verified, the per-user figures and the harness's ceiling recorded, on a toy engine (the
+runner's machinery) and on every engine with the market capability."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.conftest import MARKET_TINY
+from tests.market_toy import install_toy
+from tickbench.data.dataset import Dataset
+from tickbench.engines.base import Market, Server
+from tickbench.engines.registry import adapter_class, availability, engine_infos
+from tickbench.market_params import market_params, read_params_json
+from tickbench.market_reference import COLUMNS, answer
+from tickbench.results import read_results
+from tickbench.run.cell import Protocol
+from tickbench.run.session import run
+from tickbench.suites.market.users import parse_id, users_id
+from tickbench.suites.registry import run_config, suite_options
+
+SEED = int(MARKET_TINY["seed"])
+
+
+def _run_users(engine: str, ds: Dataset, out: Path, users: tuple[int, ...], ui_users: int,
+               repetitions: int = 2) -> dict[str, object]:
+    opts = suite_options(users=users, ui_users=ui_users)
+    run(run_config(engines=[engine], data=ds.root, out=out, seed=SEED, suite="market", options=opts,
+                   protocol=Protocol(repetitions=repetitions, timeout_s=120, save_answers=out / "answers")))
+    return {r.benchmark: r for r in read_results(out / "results.json").records}
+
+
+@pytest.mark.slow
+def test_users_on_the_toy_engine_verify_each_user(market_tiny: Dataset, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = install_toy(tmp_path, monkeypatch)
+    out = tmp_path / "run"
+    recs = _run_users(engine, market_tiny, out, users=(1, 3, 20), ui_users=2)
+    for bench in (users_id("M-VWAB-12D", 1), users_id("M-VWAB-12D", 3), users_id("M-SNAP", 2),
+                  users_id("M-STATS-UI", 2)):
+        rec = recs[bench]
+        assert rec.status == "ok", f"{bench}: {rec.status} {rec.reason}"
+        assert rec.verified is True and rec.category == "users"
+        f = rec.figures
+        _, users = parse_id(bench) or ("", 0)
+        assert f["users"] == users and len(f["per_user"]) == users
+        assert all(u["n"] == 2 and u["p50_ms"] <= u["p99_ms"] <= u["max_ms"] for u in f["per_user"])
+        assert f["queries"] == 2 * users and f["qps"] > 0 and f["spread"] >= 1
+        assert f["ceiling_qps"] > 0 and isinstance(f["client_bound"], bool) and f["rss_peak_bytes"] > 0
+        assert "own open of the store" in f["model"]
+    # 20 users need 20 disjoint blocks of 10 instruments: the universe of 100 has room for 10
+    refused = recs[users_id("M-VWAB-12D", 20)]
+    assert refused.status == "not_applicable" and "at most 10 users" in refused.reason
+    # each further user's parameters and answer are saved, and are that user's own
+    for i in (1, 2):
+        p = read_params_json(out / "answers" / engine / "users" / str(i) / "params.json", user=i)
+        assert p == market_params(market_tiny, SEED, user=i)
+        saved = pl.read_parquet(out / "answers" / engine / "users" / str(i) / "M-VWAB-12D.parquet")
+        assert saved.columns == list(COLUMNS["M-VWAB-12D"])
+        assert saved.height == answer("M-VWAB-12D", market_tiny, p).height
+    blocks = [set(read_params_json(out / "answers" / engine / "users" / str(i) / "params.json")
+                  .VWAB12D.syms) for i in (1, 2)]
+    assert not blocks[0] & blocks[1]
+
+
+@pytest.mark.slow
+def test_a_wrong_user_answer_fails_the_cell_naming_the_user(market_tiny: Dataset, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query that answers user 0 right and every other user with user 0's answer (its block
+    and window written into the query): only a check of every user's answer catches it."""
+    first = market_params(market_tiny, SEED).VWAB12D
+    syms = ", ".join(f"'{s}'" for s in first.syms)
+    wrong = {"M-VWAB-12D.sql": "SELECT sym, CAST(make_timestamp(tsn // 1000) AS DATE) AS day, "
+             f"sum(bid * bsize) / sum(bsize) AS vwab FROM quotes WHERE sym IN ({syms}) "
+             f"AND tsn >= epoch_ns(TIMESTAMP '{first.days[0]}') "
+             f"AND tsn < epoch_ns(TIMESTAMP '{first.days[-1]}' + INTERVAL 1 DAY) GROUP BY ALL ORDER BY sym, day;\n"}
+    engine = install_toy(tmp_path, monkeypatch, query_override=wrong)
+    recs = _run_users(engine, market_tiny, tmp_path / "run", users=(1, 2), ui_users=0, repetitions=1)
+    assert recs[users_id("M-VWAB-12D", 1)].status == "ok"
+    rec = recs[users_id("M-VWAB-12D", 2)]
+    assert rec.status == "wrong" and rec.reason.startswith("user 1 ")
+
+
+@pytest.mark.slow
+def test_a_user_count_the_engine_declares_beyond_it_is_recorded_with_the_reason(
+        market_tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = install_toy(tmp_path, monkeypatch,
+                         extra_unsupported={"M-VWAB-12D/users=3": "one writer, two readers at most"})
+    recs = _run_users(engine, market_tiny, tmp_path / "run", users=(3,), ui_users=0, repetitions=1)
+    rec = recs[users_id("M-VWAB-12D", 3)]
+    assert rec.status == "unsupported" and rec.reason == "one writer, two readers at most"
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["config"]["options"]["market"]["users"] == [3]
+
+
+def _market_engines() -> list[object]:
+    out = []
+    for name in engine_infos():
+        try:
+            cls = adapter_class(name)
+        except ImportError:
+            continue
+        if issubclass(cls, Market):
+            marks = [pytest.mark.slow] + ([pytest.mark.server] if issubclass(cls, Server) else [])
+            out.append(pytest.param(name, marks=marks, id=name))
+    return out
+
+
+@pytest.mark.parametrize("engine", _market_engines())
+def test_users_on_every_market_engine(engine: str, market_tiny: Dataset, tmp_path: Path) -> None:
+    if not (avail := availability(engine)).available:
+        pytest.skip(f"{engine} not available here: {avail.reason}")
+    info = engine_infos()[engine]
+    recs = _run_users(engine, market_tiny, tmp_path / "run", users=(1, 3), ui_users=3)
+    for bench in (users_id("M-VWAB-12D", 1), users_id("M-VWAB-12D", 3), users_id("M-SNAP", 3),
+                  users_id("M-STATS-UI", 3)):
+        rec = recs[bench]
+        if rec.status == "unsupported":
+            assert rec.reason and (bench in info.unsupported or bench.split("/")[0] in info.unsupported)
+            continue
+        assert rec.status == "ok", f"{bench}: {rec.status} {rec.reason}"
+        assert rec.verified is True and len(rec.figures["per_user"]) == rec.figures["users"]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tickbench.engines.base import PACKAGES_ENV
+from tickbench.suites.market import QUERY_IDS
 
 TOY_TOML = '''
 title = "Toy market engine (DuckDB over the Parquet files)"
@@ -125,8 +126,6 @@ def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymar
                 extra_unsupported: dict[str, str] | None = None, query_override: dict[str, str] | None = None) -> str:
     """Write the toy engine ``name`` into a package under ``root`` and make it discoverable (this
     process and the engine processes it spawns). Returns the engine's name."""
-    from tickbench.suites.market import QUERY_IDS  # noqa: PLC0415 - the suite's ids, for the gaps
-
     pkg = root / "plugins" / f"{name}pkg"
     folder = pkg / name
     (folder / "queries").mkdir(parents=True)
@@ -134,7 +133,8 @@ def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymar
     (folder / "__init__.py").write_text("")
     gaps = {q: "the toy answers the multi-user queries only" for q in QUERY_IDS if q not in ANSWERED}
     gaps.update(extra_unsupported or {})
-    (folder / "engine.toml").write_text(TOY_TOML.format(unsupported="\n".join(f'"{k}" = "{v}"' for k, v in gaps.items())))
+    declared = "\n".join(f'"{k}" = "{v}"' for k, v in gaps.items())
+    (folder / "engine.toml").write_text(TOY_TOML.format(unsupported=declared))
     (folder / "adapter.py").write_text(textwrap.dedent(TOY_ADAPTER))
     for file, text in {**QUERIES, **(query_override or {})}.items():
         (folder / "queries" / file).write_text(text)

@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 
 from tests.conftest import MARKET_TINY
 from tests.market_toy import install_toy
+from tickbench.cli import write_reports
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Market, Server
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.market_params import market_params, read_params_json
 from tickbench.market_reference import COLUMNS, answer
-from tickbench.results import read_results
+from tickbench.results import Record, read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.session import run
 from tickbench.suites.market.users import parse_id, users_id
@@ -28,7 +30,7 @@ SEED = int(MARKET_TINY["seed"])
 
 
 def _run_users(engine: str, ds: Dataset, out: Path, users: tuple[int, ...], ui_users: int,
-               repetitions: int = 2) -> dict[str, object]:
+               repetitions: int = 2) -> dict[str, Record]:
     opts = suite_options(users=users, ui_users=ui_users)
     run(run_config(engines=[engine], data=ds.root, out=out, seed=SEED, suite="market", options=opts,
                    protocol=Protocol(repetitions=repetitions, timeout_s=120, save_answers=out / "answers")))
@@ -66,6 +68,11 @@ def test_users_on_the_toy_engine_verify_each_user(market_tiny: Dataset, tmp_path
     blocks = [set(read_params_json(out / "answers" / engine / "users" / str(i) / "params.json")
                   .VWAB12D.syms) for i in (1, 2)]
     assert not blocks[0] & blocks[1]
+    write_reports(read_results(out / "results.json"), out)
+    report = (out / "report.md").read_text()
+    users_part = report.split("### Users")[1]
+    assert "M-VWAB-12D | toymarket | 3 |" in users_part and "Each user:" in users_part
+    assert "chart-market-users" in (out / "report.html").read_text()
 
 
 @pytest.mark.slow
@@ -98,8 +105,8 @@ def test_a_user_count_the_engine_declares_beyond_it_is_recorded_with_the_reason(
     assert results["config"]["options"]["market"]["users"] == [3]
 
 
-def _market_engines() -> list[object]:
-    out = []
+def _market_engines() -> list[Any]:
+    out: list[Any] = []
     for name in engine_infos():
         try:
             cls = adapter_class(name)

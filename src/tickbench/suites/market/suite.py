@@ -1,7 +1,9 @@
 """The market suite's declaration and protocol (SPEC §2.3): on a market dataset, each engine with
 the market capability loads the 20 days in its own schema; then every M- query is verified and
 timed, M-W loads day D into fresh stores and M-SE measures the loaded days, through the shared
-protocol of :mod:`tickbench.suites.cells`. With ``--save-answers`` the drawn parameters go to
+protocol of :mod:`tickbench.suites.cells`; the users cells (:mod:`tickbench.suites.market.users`)
+run M-VWAB-12D, M-SNAP and M-STATS-UI by several users at once, each with its own client and
+parameters. With ``--save-answers`` the drawn parameters go to
 ``answers/<engine>/params.json`` (SPEC §4) beside the answers."""
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ class MarketSuite(Suite):
     name = "market"
     title = "The market suite (many instruments, after STAC-M3)"
     order = 5
-    summary = "15 questions over a universe of instruments on eight venues (SPEC §2.3), M-W and M-SE"
+    summary = ("15 questions over a universe of instruments on eight venues (SPEC §2.3), by 1 to 100 users, "
+               "M-W and M-SE")
     dataset_kind = "market"
     figures_model = MarketFigures
     options = (

@@ -41,7 +41,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tickbench.engines.base import Engine, Market
+from pathlib import Path
+
+from tickbench.engines.base import Engine, Market, MarketIngest, MarketReader, StreamSender, StreamTarget
 
 
 class Adapter(Engine, Market):
@@ -80,10 +82,87 @@ class Adapter(Engine, Market):
 
     def run_query(self, qid: str) -> pa.Table:
         assert self.con is not None
-        sql = self.query_text(qid)
-        binds = self.params.bindings()
-        names = dict.fromkeys(re.findall(r"[$]([a-z_0-9]+)", sql))
-        return self.con.sql(sql, params={n: binds[n] for n in names}).to_arrow_table()
+        return bound(self.con, self.query_text(qid), self.params)
+
+
+def bound(con: duckdb.DuckDBPyConnection, sql: str, params: object) -> pa.Table:
+    binds = params.bindings()  # type: ignore[attr-defined]
+    names = dict.fromkeys(re.findall(r"[$]([a-z_0-9]+)", sql))
+    return con.sql(sql, params={n: binds[n] for n in names}).to_arrow_table()
+'''
+
+INGEST_ADAPTER = '''
+
+class _Sender(StreamSender):
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.cur = con.cursor()
+
+    def send(self, payload: object) -> None:
+        table, batch = payload  # type: ignore[misc]
+        self.cur.register("payload", batch)
+        self.cur.execute(f"INSERT INTO {table} SELECT * FROM payload")
+        self.cur.unregister("payload")
+
+    def close(self) -> None:
+        self.cur.close()
+
+
+class _Target(StreamTarget):
+    in_process = True
+    path = "Arrow batches inserted through a DuckDB cursor of the ingest store"
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+
+    def encode(self, table: str, batch: pa.Table) -> object:
+        return table, batch.append_column("tsn", pc.cast(batch["ts"], pa.int64()))
+
+    def connect(self) -> StreamSender:
+        return _Sender(self.con)
+
+
+class _Reader(MarketReader):
+    def __init__(self, engine: "IngestAdapter") -> None:
+        assert engine.ingest_con is not None
+        self.engine, self.cur = engine, engine.ingest_con.cursor()
+
+    def run_query(self, qid: str, params: object) -> pa.Table:
+        return bound(self.cur, self.engine.query_text(qid), params)
+
+    def close(self) -> None:
+        self.cur.close()
+
+
+class IngestAdapter(Adapter, MarketIngest):
+    ingest_con: duckdb.DuckDBPyConnection | None = None
+
+    def market_ingest_open(self, store: Path) -> None:
+        store.mkdir(parents=True, exist_ok=True)
+        self.ingest_con = duckdb.connect(str(store / "ingest.duckdb"))
+        for name in ("quotes", "trades"):
+            files = self.dataset.files(name, [self.params.D])
+            self.ingest_con.execute(f"CREATE TABLE {name} AS SELECT *, 0::BIGINT AS tsn FROM read_parquet(?) LIMIT 0",
+                                    [[str(f) for f in files]])
+
+    def market_ingest_target(self) -> StreamTarget:
+        assert self.ingest_con is not None
+        return _Target(self.ingest_con)
+
+    def market_ingest_count(self, table: str, upto_ns: int) -> int:
+        assert self.ingest_con is not None and table in ("quotes", "trades")
+        cur = self.ingest_con.cursor()
+        try:
+            return int(cur.execute(f"SELECT count(*) FROM {table} WHERE tsn <= ?", [upto_ns]).fetchall()[0][0])
+        finally:
+            cur.close()
+
+    def market_ingest_reader(self) -> MarketReader:
+        return _Reader(self)
+
+    def market_ingest_close(self) -> None:
+        if self.ingest_con is not None:
+            self.ingest_con.close()
+            self.ingest_con = None
 '''
 
 QUERIES = {
@@ -123,9 +202,11 @@ ANSWERED = ("M-VWAB-12D", "M-SNAP", "M-STATS-UI")
 
 
 def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymarket",
-                extra_unsupported: dict[str, str] | None = None, query_override: dict[str, str] | None = None) -> str:
+                extra_unsupported: dict[str, str] | None = None, query_override: dict[str, str] | None = None,
+                ingest: bool = False) -> str:
     """Write the toy engine ``name`` into a package under ``root`` and make it discoverable (this
-    process and the engine processes it spawns). Returns the engine's name."""
+    process and the engine processes it spawns); with ``ingest`` it also has the market ingest
+    capability (a DuckDB store written by cursors of one connection). Returns the engine's name."""
     pkg = root / "plugins" / f"{name}pkg"
     folder = pkg / name
     (folder / "queries").mkdir(parents=True)
@@ -135,7 +216,12 @@ def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymar
     gaps.update(extra_unsupported or {})
     declared = "\n".join(f'"{k}" = "{v}"' for k, v in gaps.items())
     (folder / "engine.toml").write_text(TOY_TOML.format(unsupported=declared))
-    (folder / "adapter.py").write_text(textwrap.dedent(TOY_ADAPTER))
+    adapter = textwrap.dedent(TOY_ADAPTER)
+    if ingest:
+        adapter = adapter.replace("class Adapter(Engine, Market):", "class _Base(Engine, Market):")
+        adapter += INGEST_ADAPTER.replace("(Adapter, MarketIngest)", "(_Base, MarketIngest)")
+        adapter = adapter.replace('"IngestAdapter"', '"Adapter"').replace("class IngestAdapter(", "class Adapter(")
+    (folder / "adapter.py").write_text(adapter)
     for file, text in {**QUERIES, **(query_override or {})}.items():
         (folder / "queries" / file).write_text(text)
     plugins = str(root / "plugins")

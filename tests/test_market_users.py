@@ -132,3 +132,39 @@ def test_users_on_every_market_engine(engine: str, market_tiny: Dataset, tmp_pat
             continue
         assert rec.status == "ok", f"{bench}: {rec.status} {rec.reason}"
         assert rec.verified is True and len(rec.figures["per_user"]) == rec.figures["users"]
+
+
+@pytest.mark.slow
+def test_queries_during_ingest_on_the_toy_engine_are_verified(market_tiny: Dataset, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Day D replayed into the toy's ingest store by one and two writers while two users run
+    M-SNAP over what is visible: every answer during and after verified, the figures beside
+    the writers' and the users' ceilings."""
+    engine = install_toy(tmp_path, monkeypatch, ingest=True)
+    out = tmp_path / "run"
+    opts = suite_options(users=(1,), ui_users=2, ingest_rates=(20_000, None), ingest_writers=(1, 2),
+                         ingest_seconds=2.0)
+    run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
+                   protocol=Protocol(repetitions=2, timeout_s=120)))
+    recs = {r.benchmark: r for r in read_results(out / "results.json").records}
+    for bench in ("M-SNAP/ingest/rate=20000/writers=1", "M-SNAP/ingest/rate=max/writers=2"):
+        rec = recs[bench]
+        assert rec.status == "ok", f"{bench}: {rec.status} {rec.reason}"
+        f = rec.figures
+        assert rec.verified is True and rec.category == "during ingest"
+        assert 0 < f["written"] <= f["planned"] and f["throughput"] > 0 and f["ingest_ceiling"] > 0
+        assert f["after"]["queries"] == 2 * 2 and f["users_ceiling_qps"] > 0
+        assert f["distinct_probe_sets"] >= 2 and f["visibility"]["count"] > 0
+    write_reports(read_results(out / "results.json"), out)
+    assert "During ingest" in (out / "report.md").read_text()
+
+
+def test_an_engine_without_a_market_streaming_path_says_so(market_tiny: Dataset, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = install_toy(tmp_path, monkeypatch)
+    out = tmp_path / "run"
+    opts = suite_options(users=(1,), ui_users=1, ingest_rates=(None,), ingest_writers=(1,), ingest_seconds=1.0)
+    run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
+                   protocol=Protocol(repetitions=1, timeout_s=120)))
+    rec = next(r for r in read_results(out / "results.json").records if r.benchmark.startswith("M-SNAP/ingest/"))
+    assert rec.status == "unsupported" and "no market ingest capability" in rec.reason

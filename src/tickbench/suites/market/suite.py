@@ -11,19 +11,23 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar
 
+from pydantic import ConfigDict
+
 from tickbench.engines.base import Market
 from tickbench.market_params import MarketParams, write_params_json
 from tickbench.report.widgets import PageParts, Section, SuiteView
 from tickbench.results import Record
 from tickbench.run.cell import FAILURES, CellContext
-from tickbench.suites.base import Option, Options, Suite, WorkerOp
+from tickbench.suites.base import Option, OptionError, Options, Suite, WorkerOp
 from tickbench.suites.cells import Cells, LoadStorageFigures
-from tickbench.suites.market import BY_ID, LOADS, QUERY_IDS
+from tickbench.suites.market import BY_ID, LOADS, QUERY_IDS, during_ingest
 from tickbench.suites.market import report as report_module
+from tickbench.suites.market.during_ingest import DuringIngest, IngestFigures, parse_ingest_id
+from tickbench.suites.market.ingest_ops import ingest_op
 from tickbench.suites.market.ops import bulk_op, load_op, storage_op, users_op
 from tickbench.suites.market.users import CATEGORY, UI_USERS, VWAB_USERS, Users, UsersFigures, parse_id
 from tickbench.suites.market.users import cell_ids as users_cells
-from tickbench.suites.stream.suite import parse_counts
+from tickbench.suites.stream.suite import parse_counts, parse_rates
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine, EngineInfo
@@ -31,12 +35,25 @@ if TYPE_CHECKING:
 NO_MARKET = "no market capability: the engine does not load the market dataset's tables yet"
 
 
-class MarketFigures(LoadStorageFigures, UsersFigures):
-    """A market cell's figures: M-W's and M-SE's, or a users cell's."""
+class MarketFigures(LoadStorageFigures, UsersFigures, IngestFigures):
+    """A market cell's figures: M-W's and M-SE's, a users cell's or a during-ingest cell's."""
+
+    model_config = ConfigDict(extra="allow")  # as LoadStorageFigures's
 
 
 def _non_negative(v: int) -> str | None:
     return None if v >= 0 else "must be 0 (none) or more"
+
+
+def _positive(v: float) -> str | None:
+    return None if v > 0 else "must be positive"
+
+
+def _ingest_rates(text: str) -> tuple[int | None, ...]:
+    try:
+        return parse_rates(text)
+    except OptionError as exc:
+        raise OptionError(str(exc).replace("--stream-rates", "--ingest-rates")) from None
 
 
 class MarketSuite(Suite):
@@ -52,12 +69,22 @@ class MarketSuite(Suite):
                "10T, 50T, 100T)", kind="text", parse=lambda t: parse_counts(t, "--users"),
                text_default=",".join(map(str, VWAB_USERS)), decode=tuple),
         Option("ui_users", UI_USERS, "concurrent users of M-SNAP and M-STATS-UI, each with its own parameters "
-               "(0: none)", check=_non_negative),
+               "(0: none), and of M-SNAP during ingest", check=_non_negative),
+        Option("ingest_rates", during_ingest.RATES, "M-SNAP during ingest: day D's events replayed at these "
+               "rates, events/s or max", kind="text", parse=_ingest_rates, text_default="10000,100000,max",
+               decode=tuple),
+        Option("ingest_writers", during_ingest.WRITERS, "M-SNAP during ingest: writer clients per cell",
+               kind="text", parse=lambda t: parse_counts(t, "--ingest-writers"), text_default="1,2", decode=tuple),
+        Option("ingest_seconds", 10.0, "M-SNAP during ingest: the most seconds of events one cell replays",
+               kind="float", check=_positive),
+        Option("ingest_batch", 1000, "M-SNAP during ingest: events per write as fast as possible, the most at a "
+               "fixed rate", check=lambda v: None if v >= 1 else "must be at least 1"),
     )
     own_sections = True
     report: ClassVar[ModuleType | None] = report_module
     worker_ops: ClassVar[dict[str, WorkerOp]] = {"market_load": load_op, "market_bulk": bulk_op,
-                                                  "market_storage": storage_op, "market_users": users_op}
+                                                  "market_storage": storage_op, "market_users": users_op,
+                                                  "market_ingest": ingest_op}
     load_op = "market_load"
     endpoint_refusal = ("its tables (instruments, quotes, trades) are not yet created in a namespace of their own "
                         "on a user's server; run it on a server tickbench starts")
@@ -68,11 +95,14 @@ class MarketSuite(Suite):
         return None
 
     def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
-        return [*QUERY_IDS, *users_cells(opts["users"], opts["ui_users"]), *LOADS]
+        return [*QUERY_IDS, *users_cells(opts["users"], opts["ui_users"]),
+                *during_ingest.cell_ids(opts["ingest_rates"], opts["ingest_writers"], opts["ui_users"]), *LOADS]
 
     def category(self, benchmark: str) -> str:
         if parse_id(benchmark) is not None:
             return CATEGORY
+        if parse_ingest_id(benchmark) is not None:
+            return "during ingest"
         return BY_ID[benchmark].category if benchmark in BY_ID else "write/storage"
 
     def support(self, engine: type[Engine], info: EngineInfo) -> str:
@@ -101,10 +131,13 @@ class MarketSuite(Suite):
         cells = Cells(ctx, worker, list(params.M), w_id="M-W", se_id="M-SE", bulk_op="market_bulk",
                       storage_op="market_storage")
         users = Users(ctx, worker)
+        ingest = DuringIngest(ctx, worker, users)
         try:
             for bench in todo:
                 if parse_id(bench) is not None:
                     ctx.on_record(users.cell(bench))
+                elif parse_ingest_id(bench) is not None:
+                    ctx.on_record(ingest.cell(bench))
                 elif bench == "M-W":
                     ctx.on_record(cells.w())
                 elif bench == "M-SE":

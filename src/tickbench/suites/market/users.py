@@ -191,9 +191,17 @@ class Users:
 def client_bound(engine: dict[str, Any], noop: dict[str, Any]) -> bool:
     """Whether the users' queries/s, or their median latency, is within the client-bound factor
     of the same users' against a no-op query (the harness may be what limits it)."""
-    if bound(engine["qps"] or 0.0, noop["qps"]):
+    if bound(engine.get("qps") or 0.0, noop.get("qps")):
         return True
-    return bool(engine["p50_ms"]) and bound(1 / engine["p50_ms"], 1 / noop["p50_ms"] if noop["p50_ms"] else None)
+    mine, harness = engine.get("p50_ms"), noop.get("p50_ms")
+    if not mine:
+        return False
+    return bound(1 / mine, 1 / harness if harness else None)
+
+
+def summarise_ms(ms: list[float]) -> dict[str, Any]:
+    """p50, p99 (nearest rank) and max of ascending latencies ``ms``, and their count."""
+    return {"n": len(ms), "p50_ms": statistics.median(ms), "p99_ms": percentile(ms, 99), "max_ms": ms[-1]}
 
 
 def summarise(users: list[dict[str, Any]]) -> dict[str, Any]:
@@ -204,11 +212,11 @@ def summarise(users: list[dict[str, Any]]) -> dict[str, Any]:
     for i, u in enumerate(users):
         ms = sorted(n / 1e6 for n in u["ns"])
         span = (u["last_ns"] - u["first_ns"]) / 1e9
-        per_user.append({"user": i, "n": len(ms), "p50_ms": statistics.median(ms), "p99_ms": percentile(ms, 99),
-                         "max_ms": ms[-1], "qps": len(ms) / span if span > 0 else None})
+        per_user.append({"user": i, **summarise_ms(ms), "qps": len(ms) / span if span > 0 else None})
     every = sorted(n / 1e6 for u in users for n in u["ns"])
     seconds = (max(u["last_ns"] for u in users) - min(u["first_ns"] for u in users)) / 1e9
     medians = [p["p50_ms"] for p in per_user]
+    overall = summarise_ms(every)
     return {"queries": len(every), "seconds": seconds, "qps": len(every) / seconds if seconds > 0 else None,
-            "p50_ms": statistics.median(every), "p99_ms": percentile(every, 99), "max_ms": every[-1],
+            "p50_ms": overall["p50_ms"], "p99_ms": overall["p99_ms"], "max_ms": overall["max_ms"],
             "spread": max(medians) / min(medians) if min(medians) > 0 else None, "per_user": per_user}

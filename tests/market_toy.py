@@ -7,7 +7,7 @@ others are declared unsupported. Each instance opens its own connection (a user'
 from __future__ import annotations
 
 import os
-import sys
+import re
 import textwrap
 from pathlib import Path
 
@@ -207,7 +207,9 @@ def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymar
     """Write the toy engine ``name`` into a package under ``root`` and make it discoverable (this
     process and the engine processes it spawns); with ``ingest`` it also has the market ingest
     capability (a DuckDB store written by cursors of one connection). Returns the engine's name."""
-    pkg = root / "plugins" / f"{name}pkg"
+    # A package name of its own per install: the registry caches adapter classes by module.
+    package = f"{name}_" + re.sub(r"\W", "_", root.name)
+    pkg = root / "plugins" / package
     folder = pkg / name
     (folder / "queries").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
@@ -226,7 +228,6 @@ def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymar
         (folder / "queries" / file).write_text(text)
     plugins = str(root / "plugins")
     monkeypatch.syspath_prepend(plugins)
-    monkeypatch.setenv(PACKAGES_ENV, f"{name}pkg")
+    monkeypatch.setenv(PACKAGES_ENV, package)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([plugins, os.environ.get("PYTHONPATH", "")]))
-    sys.modules.pop(f"{name}pkg", None)
     return name

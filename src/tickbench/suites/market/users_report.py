@@ -1,7 +1,7 @@
 """The market suite's users in the reports (SPEC §2.3's last paragraph): a table of every users
-cell (per-user spread, all users' queries/s, the harness's ceiling beside them, the memory), and
-two charts of M-VWAB-12D against the number of users: latency (one line per engine for p50, one
-for p99) and queries/s."""
+cell (per-user spread, all users' queries/s, the harness's ceiling beside them, the memory), two
+charts of M-VWAB-12D against the number of users: latency (one line per engine for p50, one for
+p99) and queries/s; and M-SNAP during ingest against after it, per engine."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from tickbench.report.widgets import Grid, Item, SuiteView, chart_title, log_ticks
 from tickbench.results import Record
+from tickbench.suites.market.during_ingest import parse_ingest_id
 from tickbench.suites.market.users import USERS_QUERIES, parse_id
 
 INTRO = ("STAC-M3's users: M-VWAB-12D with 1, 10, 50 and 100 users at once, each its own client with its own "
@@ -116,3 +117,53 @@ def charts(view: SuiteView) -> str:
                         chart_title("M-VWAB-12D queries/s", "x2 domain")],
     }
     return view.add("chart-market-users", data, layout)
+
+
+# -- during ingest ---------------------------------------------------------------------------
+
+INGEST_INTRO = ("How does ingest affect queries? Day D's quotes and trades replayed in time order into a fresh store "
+                "through the engine's streaming path, at fixed rates and as fast as it takes them, by 1..n writers, "
+                "while the users run M-SNAP over the rows already visible (each answer checked against the reference "
+                "at a watermark proved visible when the query began); then the same users once every row is "
+                "visible.")
+
+
+def ingest_records(view: SuiteView) -> list[Record]:
+    engines = {e: i for i, e in enumerate(view.engines)}
+    mine = [r for r in view.records if parse_ingest_id(r.benchmark) is not None]
+    return sorted(mine, key=lambda r: (engines.get(r.engine, 99), r.benchmark))
+
+
+def _ms(phase: dict[str, Any] | None, key: str) -> str:
+    v = (phase or {}).get(key)
+    return "—" if v is None else f"{v:,.2f}"
+
+
+def ingest_table(view: SuiteView) -> Grid:
+    g = Grid(["engine", "rate", "writers", "events/s", "writers' ceiling", "visible p50 ms", "visible p99 ms",
+              "M-SNAP p50 during", "p99 during", "p50 after", "p99 after", "during / after", "queries during",
+              "users' ceiling q/s"])
+    for r in ingest_records(view):
+        f = r.figures
+        key: list[Item | str] = [r.engine, str(f.get("rate", "")), Item(str(f.get("writers", "")), "num")]
+        if r.status != "ok":
+            g.add(*key, Item(r.status, "num bad" if r.status in BAD else "num na", r.reason[:300], span=11))
+            continue
+        vis = f.get("visibility") or {}
+        d, a = f.get("during") or {}, f.get("after") or {}
+        mark = " ⚠" if f.get("ingest_client_bound") else ""
+        umark = " ⚠" if f.get("users_client_bound") else ""
+        g.add(*key, Item(f"{f.get('throughput') or 0:,.0f}{mark}", "num", r.notes),
+              Item(f"{f.get('ingest_ceiling') or 0:,.0f}", "num", f.get("ingest_ceiling_sink") or ""),
+              Item("—" if not vis.get("count") else f"{vis['p50_us'] / 1e3:,.2f}", "num"),
+              Item("—" if not vis.get("count") else f"{vis['p99_us'] / 1e3:,.2f}", "num"),
+              Item(_ms(d, "p50_ms"), "num"), Item(_ms(d, "p99_ms"), "num"),
+              Item(_ms(a, "p50_ms") + umark, "num"), Item(_ms(a, "p99_ms"), "num"),
+              Item("—" if f.get("during_over_after") is None else f"{f['during_over_after']:,.2f}×", "num"),
+              Item(f"{d.get('queries', 0):,}", "num"),
+              Item("—" if f.get("users_ceiling_qps") is None else f"{f['users_ceiling_qps']:,.0f}", "num"))
+    g.notes.append("events/s: rows acknowledged per second (⚠ within 2× of the same writers' rate into the harness's "
+                   "sink: client-bound); visible: from a write's acknowledgement to the end of the first check that "
+                   "proved its rows visible (an upper bound); M-SNAP latencies in ms over every user's queries; "
+                   "⚠ after: within 2× of the same users against a no-op query.")
+    return g

@@ -16,7 +16,7 @@ from tests.conftest import MARKET_TINY
 from tests.market_toy import install_toy
 from tickbench.cli import write_reports
 from tickbench.data.dataset import Dataset
-from tickbench.engines.base import Market, Server
+from tickbench.engines.base import Market, MarketIngest, Server
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.market_params import market_params, read_params_json
 from tickbench.market_reference import COLUMNS, answer
@@ -120,10 +120,22 @@ def _market_engines() -> list[Any]:
 
 @pytest.mark.parametrize("engine", _market_engines())
 def test_users_on_every_market_engine(engine: str, market_tiny: Dataset, tmp_path: Path) -> None:
+    """Every engine with the market capability: the users cells, and M-SNAP during ingest where
+    it has a market streaming path (else unsupported, with the reason), every answer verified."""
     if not (avail := availability(engine)).available:
         pytest.skip(f"{engine} not available here: {avail.reason}")
     info = engine_infos()[engine]
-    recs = _run_users(engine, market_tiny, tmp_path / "run", users=(1, 3), ui_users=3)
+    out = tmp_path / "run"
+    opts = suite_options(users=(1, 3), ui_users=3, ingest_rates=(None,), ingest_writers=(2,), ingest_seconds=2.0)
+    run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
+                   protocol=Protocol(repetitions=2, timeout_s=120)))
+    recs = {r.benchmark: r for r in read_results(out / "results.json").records}
+    during = recs["M-SNAP/ingest/rate=max/writers=2"]
+    if issubclass(adapter_class(engine), MarketIngest):
+        assert during.status == "ok", f"during ingest: {during.status} {during.reason}"
+        assert during.verified is True and during.figures["after"]["queries"] == 3 * 2
+    else:
+        assert during.status == "unsupported" and during.reason
     for bench in (users_id("M-VWAB-12D", 1), users_id("M-VWAB-12D", 3), users_id("M-SNAP", 3),
                   users_id("M-STATS-UI", 3)):
         rec = recs[bench]

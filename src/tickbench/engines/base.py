@@ -554,8 +554,10 @@ class MarketIngest(ABC):
 
     @abstractmethod
     def market_ingest_open(self, store: Path) -> None:
-        """Create the empty market store in ``store`` (a fresh directory; a server engine makes
-        its tables in a database or namespace of its own) with the instruments table loaded."""
+        """Create the empty market store in ``store`` (a fresh directory) with the instruments
+        table loaded, beside the loaded market tables, which stay as they are: a server engine,
+        or an engine that opens one store per process, makes its tables in a database or
+        namespace of its own."""
 
     @abstractmethod
     def market_ingest_target(self) -> StreamTarget:

@@ -707,16 +707,31 @@ def test_days_without_data_run_on_every_embedded_engine(with_gaps: Path, tmp_pat
     _run_verifies([n for n, i in engine_infos().items() if i.kind in EMBEDDED], with_gaps, tmp_path / "run")
 
 
+ODD_DIR = "odd]dir,x'y {1}"  # glob, list and quote characters in the user's own directories
+
+
+def _under_odd_dir(data: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of ``data`` and a run directory, both under a directory whose name engines' path
+    syntaxes (ClickHouse's file() globs, SQL string literals) would misread."""
+    odd = tmp_path / ODD_DIR
+    shutil.copytree(data, odd / "data")
+    return odd / "data", odd / "run"
+
+
 @pytest.mark.slow
 def test_hostile_names_run_on_every_embedded_engine(hostile_names: Path, tmp_path: Path) -> None:
-    _run_verifies([n for n, i in engine_infos().items() if i.kind in EMBEDDED], hostile_names, tmp_path / "run")
+    """Hostile names in the data, and the dataset and the run under a directory named with
+    ``]``, ``,``, ``'``, ``{`` and a space."""
+    embedded = [n for n, i in engine_infos().items() if i.kind in EMBEDDED]
+    _run_verifies(embedded, *_under_odd_dir(hostile_names, tmp_path))
 
 
 @pytest.mark.parametrize("engine", _engines(("server",)))
 def test_server_engines_on_hostile_data(engine: str, book_only: Path, with_gaps: Path, hostile_names: Path,
                                         tmp_path: Path) -> None:
-    for name, data in (("book_only", book_only), ("gaps", with_gaps), ("names", hostile_names)):
+    for name, data in (("book_only", book_only), ("gaps", with_gaps)):
         _run_verifies([engine], data, tmp_path / name)
+    _run_verifies([engine], *_under_odd_dir(hostile_names, tmp_path))
 
 
 @pytest.mark.slow

@@ -24,6 +24,7 @@ from tickbench.market_params import (
     draw_block,
     draw_requests,
     draw_times,
+    generated_names,
     iso_ns,
     market_params,
     parse_iso_ns,
@@ -40,22 +41,22 @@ D = "2024-01-16"
     (1000, 10, [1] * 10), (10_000, 100, [10] * 10), (1550, 15, [2] * 5 + [1] * 5), (100, 10, [1] * 10)])
 def test_basket_is_an_equal_share_of_each_decile(n: int, size: int, shares: list[int]) -> None:
     assert basket_size(n) == size and decile_shares(n) == shares
-    b = draw_basket(7, n)
+    b = draw_basket(7, generated_names(n))
     assert len(b) == size == len(set(b)) and list(b) == sorted(b)
     ranks = [int(s[1:]) for s in b]
     deciles = [(r - 1) * 10 // n for r in ranks]
     assert [deciles.count(k) for k in range(10)] == shares
-    assert draw_basket(7, n) == b and draw_basket(8, n) != b
+    assert draw_basket(7, generated_names(n)) == b and draw_basket(8, generated_names(n)) != b
 
 
 def test_b50_holds_45_instruments_and_5_that_do_not_exist() -> None:
-    b50 = draw_b50(7, 1000)
+    b50 = draw_b50(7, generated_names(1000))
     assert len(set(b50)) == 50 and list(b50) == sorted(b50)
     real = [s for s in b50 if 1 <= int(s[1:]) <= 1000]
     assert len(real) == 45 and all(len(s) == 5 for s in real)
     assert len([s for s in b50 if int(s[1:]) > 1000]) == 5
     with pytest.raises(MarketParamsError, match="universe 40"):
-        draw_b50(7, 40)
+        draw_b50(7, generated_names(40))
 
 
 def test_times_and_requests_lie_in_the_session() -> None:
@@ -63,24 +64,25 @@ def test_times_and_requests_lie_in_the_session() -> None:
     t = draw_times(7, D)
     assert len(set(t)) == 10 and list(t) == sorted(t) and all(lo <= x < hi and x % 1000 == 0 for x in t)
     assert draw_times(7, D, user=1) != t
-    reqs = draw_requests(7, 1000, D)
+    reqs = draw_requests(7, generated_names(1000), D)
     assert len(reqs) == 10
     for r in reqs:
         assert len(r.syms) == 10 == len(set(r.syms))
         assert lo <= r.start < r.end <= hi and 60 * 10**9 <= r.end - r.start <= mc.SESSION_S * 10**9
-    lengths = sorted(r.end - r.start for r in draw_requests(7, 1000, D) + draw_requests(7, 1000, D, user=1))
+    names = generated_names(1000)
+    lengths = sorted(r.end - r.start for r in draw_requests(7, names, D) + draw_requests(7, names, D, user=1))
     assert lengths[0] < 30 * 60 * 10**9 < lengths[-1], "log-uniform: short and long windows"
 
 
 def test_one_hundred_users_cover_a_universe_of_1000_exactly() -> None:
-    blocks = [draw_block(7, 1000, DAYS, i) for i in range(100)]
+    blocks = [draw_block(7, generated_names(1000), DAYS, i) for i in range(100)]
     syms = [s for b in blocks for s in b.syms]
     assert len(syms) == 1000 == len(set(syms)) and set(syms) == {mc.sym_of(r, 1000) for r in range(1, 1001)}
     assert blocks[0].days == DAYS[:12] and blocks[8].days == DAYS[8:20] and blocks[9].days == DAYS[:12]
-    assert blocks[3] == draw_block(7, 1000, DAYS, 3), "a user's block does not depend on the user count"
+    assert blocks[3] == draw_block(7, generated_names(1000), DAYS, 3), "a block does not depend on the user count"
     with pytest.raises(MarketParamsError, match=r"101 users needs 101 disjoint blocks of 10 instruments \(1,010\); "
                                                 r"the universe has 1,000"):
-        draw_block(7, 1000, DAYS, 100)
+        draw_block(7, generated_names(1000), DAYS, 100)
     with pytest.raises(MarketParamsError, match=r"100 users .* the universe has 500 \(at most 50 users here"):
         check_users(100, 500)
     check_users(100, 1000)
@@ -134,9 +136,9 @@ def test_iso_times_round_trip() -> None:
 
 
 def test_draws_do_not_depend_on_pythons_hash() -> None:
-    code = ("from tickbench.market_params import draw_basket, draw_b50, draw_times, draw_requests; "
-            "print(draw_basket(7, 1000), draw_b50(7, 1000), draw_times(7, '2024-01-16'), "
-            "draw_requests(7, 1000, '2024-01-16')[0])")
+    code = ("from tickbench.market_params import draw_basket, draw_b50, draw_times, draw_requests, generated_names; "
+            "n = generated_names(1000); print(draw_basket(7, n), draw_b50(7, n), draw_times(7, '2024-01-16'), "
+            "draw_requests(7, n, '2024-01-16')[0])")
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
     assert len(outs) == 1

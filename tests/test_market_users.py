@@ -18,7 +18,7 @@ from tickbench.cli import write_reports
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Market, MarketIngest, Server
 from tickbench.engines.registry import adapter_class, availability, engine_infos
-from tickbench.market_params import market_params, read_params_json
+from tickbench.market_params import market_params, read_params_json, user_params
 from tickbench.market_reference import COLUMNS, answer
 from tickbench.results import Record, read_results
 from tickbench.run.cell import Protocol
@@ -180,3 +180,15 @@ def test_an_engine_without_a_market_streaming_path_says_so(market_tiny: Dataset,
                    protocol=Protocol(repetitions=1, timeout_s=120)))
     rec = next(r for r in read_results(out / "results.json").records if r.benchmark.startswith("M-SNAP/ingest/"))
     assert rec.status == "unsupported" and "no market ingest capability" in rec.reason
+
+
+def test_a_users_parameters_drawn_from_the_runs_are_its_own(market_tiny: Dataset) -> None:
+    """user_params (the runner's, without reading the day's trades again) draws what
+    market_params draws for that user; the users' blocks are disjoint."""
+    base = market_params(market_tiny, SEED)
+    users = [user_params(market_tiny, base, SEED, i) for i in range(4)]
+    assert users[0] == base
+    assert users[3] == market_params(market_tiny, SEED, user=3)
+    blocks = [set(u.VWAB12D.syms) for u in users]
+    assert all(not blocks[i] & blocks[j] for i in range(4) for j in range(i + 1, 4))
+    assert len({u.T for u in users}) == 4 and len({u.UI for u in users}) == 4

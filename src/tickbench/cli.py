@@ -396,8 +396,9 @@ def validate_cmd(
 
 @app.command("import")
 def import_cmd(
-    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="tardis | cryptofeed | lobster")],
-    paths: Annotated[list[Path], typer.Argument(help="input files (.csv, .csv.gz; cryptofeed also .parquet)")],
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="tardis | cryptofeed | lobster | taq")],
+    paths: Annotated[list[Path], typer.Argument(
+        help="input files (.csv, .csv.gz; cryptofeed also .parquet; taq: Daily TAQ BBO and TRADE files, as named)")],
     out: Annotated[Path, typer.Option(help="the dataset directory to create")],
     policy: Annotated[str, typer.Option(help="fail: stop at the first bad row; drop: drop, count")] = "fail",
     sample: Annotated[
@@ -407,7 +408,8 @@ def import_cmd(
     clock: Annotated[str, typer.Option(help="exchange: exchange timestamps; local: arrival timestamps")] = "exchange",
     trade_ids: Annotated[str, typer.Option(help="native: the feed's integer ids; sequence: 1, 2, …")] = "native",
 ) -> None:
-    """Convert Tardis.dev, cryptofeed or LOBSTER files into a dataset (SPEC §1 schema) and print its hash."""
+    """Convert Tardis.dev, cryptofeed or LOBSTER files into a dataset (SPEC §1 schema), or Daily TAQ or
+    Tardis.dev quotes and trades files into a market dataset (SPEC §1.3), and print its hash."""
     from tickbench.data.importers import import_dataset
 
     try:

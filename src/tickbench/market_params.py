@@ -34,6 +34,7 @@ VWAB12D_OFFSETS = 9  # user i's window starts at trading day 1 + (i mod 9)
 UI_MIN_S = 60.0  # a UI window lasts from a minute to the whole session (log-uniform)
 NS_PER_US = 1_000
 STREAM = "market-params"
+GENERATED_SESSION = (mc.SESSION_OPEN_S, mc.SESSION_CLOSE_S)
 
 
 class MarketParamsError(ValueError):
@@ -71,14 +72,18 @@ class MarketParams:
     UI: tuple[Request, ...]
     VWAB12D: UserBlock
     user: int = 0
+    session: tuple[int, int] = GENERATED_SESSION  # [open, close), seconds of the UTC day
 
     def bindings(self) -> dict[str, Any]:
         """The named parameters the engines' market query files bind (``$name``): every time as a
         naive UTC datetime (whole µs, as every drawn time is), every list a Python list.
 
         * ``d_start``/``d_end``: D's UTC day [00:00, next 00:00); ``d_open``/``d_close``: its
-          session [14:30, 21:00); ``w_start``/``w_end`` and ``m_start``/``m_end``: W's and M's
-          days, from the first's 00:00 to the day after the last;
+          session ([14:30, 21:00) in the generated calendar); ``w_start``/``w_end`` and
+          ``m_start``/``m_end``: W's and M's days, from the first's 00:00 to the day after the last;
+        * ``session_open_minute``: the session's open as whole minutes of the UTC day (870 for
+          14:30; M-VOLCURV's buckets count from it); ``m_day_count``: how many days M has (20;
+          M-VOLCURV's divisor);
         * ``b_syms``, ``b50_syms``: B and B50;
         * ``t_times``: T, sorted;
         * ``p_exchanges``, ``p_syms``, ``p_trade_ids``: P as three parallel lists;
@@ -96,8 +101,9 @@ class MarketParams:
         def day_end(day: str) -> dt.datetime:
             return dt.datetime.fromisoformat(day) + dt.timedelta(days=1)
 
-        open_ns, close_ns = session_ns(self.D)
+        open_ns, close_ns = self.calendar_session_ns(self.D)
         return {
+            "session_open_minute": self.session[0] // 60, "m_day_count": len(self.M),
             "d_start": day_start(self.D), "d_end": day_end(self.D), "d_open": at(open_ns), "d_close": at(close_ns),
             "w_start": day_start(self.W[0]), "w_end": day_end(self.W[-1]),
             "m_start": day_start(self.M[0]), "m_end": day_end(self.M[-1]),
@@ -112,6 +118,11 @@ class MarketParams:
             "vwab_end": day_end(self.VWAB12D.days[-1]),
             "vwab_days": [dt.date.fromisoformat(d) for d in self.VWAB12D.days],
         }
+
+    def calendar_session_ns(self, day: str) -> tuple[int, int]:
+        """[open, close) of ``day``'s session, ns since the epoch."""
+        start = mc.day_ns(dt.date.fromisoformat(day))
+        return start + self.session[0] * mc.NS_PER_S, start + self.session[1] * mc.NS_PER_S
 
     def days(self, span: str) -> list[str]:
         """The ISO days of ``span``: ``D``, ``W`` or ``M``."""
@@ -134,6 +145,9 @@ class MarketParams:
             "P": [[e, s, i] for e, s, i in self.P],
             "UI": [{"syms": list(r.syms), "from": iso_ns(r.start), "to": iso_ns(r.end)} for r in self.UI],
             "VWAB12D": {"syms": list(self.VWAB12D.syms), "days": list(self.VWAB12D.days)},
+            # an imported calendar's session (the generated one's is SPEC §2.3's, left implicit)
+            **({} if self.session == GENERATED_SESSION else
+               {"session": {"open_s": self.session[0], "close_s": self.session[1]}}),
         }
 
     @classmethod
@@ -149,6 +163,8 @@ class MarketParams:
                          for r in raw["UI"]),
                 VWAB12D=UserBlock(tuple(map(str, raw["VWAB12D"]["syms"])), tuple(map(str, raw["VWAB12D"]["days"]))),
                 user=user,
+                session=(int(raw["session"]["open_s"]), int(raw["session"]["close_s"])) if "session" in raw
+                else GENERATED_SESSION,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise MarketParamsError(f"not a market suite params.json ({type(exc).__name__}: {exc})") from None
@@ -185,13 +201,22 @@ def decile_shares(universe: int) -> list[int]:
     return [base + (1 if k < extra else 0) for k in range(10)]
 
 
-def _syms(ranks: Any, universe: int) -> tuple[str, ...]:
-    return tuple(sorted(mc.sym_of(int(r), universe) for r in ranks))
+Names = tuple[str, ...]  # the universe's symbols in rank order (rank r is names[r - 1])
 
 
-def draw_basket(seed: int, universe: int) -> tuple[str, ...]:
+def generated_names(universe: int) -> Names:
+    """The generated universe's symbols by rank (``S0001`` …)."""
+    return tuple(mc.sym_of(r, universe) for r in range(1, universe + 1))
+
+
+def _syms(ranks: Any, names: Names) -> tuple[str, ...]:
+    return tuple(sorted(names[int(r) - 1] for r in ranks))
+
+
+def draw_basket(seed: int, names: Names) -> tuple[str, ...]:
     """B: an equal share of each activity decile by rank (decile k holds the ranks r with
     floor((r - 1) * 10 / N) = k), drawn without replacement."""
+    universe = len(names)
     if universe < 10:
         raise MarketParamsError(f"universe {universe}: B draws from ten activity deciles; it needs 10 instruments")
     rng = stream(seed, STREAM, "B")
@@ -200,46 +225,52 @@ def draw_basket(seed: int, universe: int) -> tuple[str, ...]:
     picked: list[int] = []
     for k, share in enumerate(decile_shares(universe)):
         picked += rng.choice(ranks[decile == k], size=share, replace=False).tolist()
-    return _syms(picked, universe)
+    return _syms(picked, names)
 
 
-def draw_b50(seed: int, universe: int) -> tuple[str, ...]:
+def draw_b50(seed: int, names: Names) -> tuple[str, ...]:
     """B50: 45 instruments of the universe and 5 symbols that do not exist (``S`` and a number
-    above N, of the universe's width), sorted."""
+    above N, of the universe's width; one that an imported universe holds is passed over), sorted."""
+    universe = len(names)
     if universe < B50_DRAWN:
         raise MarketParamsError(f"universe {universe}: B50 draws {B50_DRAWN} instruments; it needs at least that many")
     rng = stream(seed, STREAM, "B50")
     drawn = rng.choice(np.arange(1, universe + 1), size=B50_DRAWN, replace=False)
     missing = rng.choice(np.arange(universe + 1, universe + 1 + 1_000), size=B50_MISSING, replace=False)
-    return tuple(sorted([mc.sym_of(int(r), universe) for r in drawn] + [mc.sym_of(int(r), universe) for r in missing]))
+    known = set(names)
+    absent = [s for s in (mc.sym_of(int(r), universe) for r in missing) if s not in known]
+    spare = (mc.sym_of(r, universe) for r in range(universe + 1, universe + 1 + 1_000))
+    absent += [s for s in spare if s not in known and s not in absent][:B50_MISSING - len(absent)]
+    return tuple(sorted([names[int(r) - 1] for r in drawn] + absent))
 
 
-def session_ns(day: str) -> tuple[int, int]:
-    """[open, close) of ``day``'s session, ns since the epoch."""
-    start = mc.day_ns(dt.date.fromisoformat(day))
-    return start + mc.SESSION_OPEN_S * 1_000_000_000, start + mc.SESSION_CLOSE_S * 1_000_000_000
+def session_ns(day: str, cal: mc.Calendar = mc.GENERATED) -> tuple[int, int]:
+    """[open, close) of ``day``'s session in ``cal``, ns since the epoch."""
+    return cal.session_ns(day)
 
 
-def draw_times(seed: int, day: str, user: int = 0) -> tuple[int, ...]:
+def draw_times(seed: int, day: str, user: int = 0, cal: mc.Calendar = mc.GENERATED) -> tuple[int, ...]:
     """T: ten distinct whole-µs times in ``day``'s session, sorted."""
     rng = stream(seed, STREAM, "T", user)
-    lo, hi = (x // NS_PER_US for x in session_ns(day))
+    lo, hi = (x // NS_PER_US for x in session_ns(day, cal))
     picks: set[int] = set()
     while len(picks) < PROBES:
         picks.add(int(rng.integers(lo, hi)))
     return tuple(sorted(p * NS_PER_US for p in picks))
 
 
-def draw_requests(seed: int, universe: int, day: str, user: int = 0) -> tuple[Request, ...]:
+def draw_requests(seed: int, names: Names, day: str, user: int = 0,
+                  cal: mc.Calendar = mc.GENERATED) -> tuple[Request, ...]:
     """UI: ten requests, each a basket of |B| instruments of the universe and a window [a, b) in
     ``day``'s session whose length is log-uniform from a minute to the session, in whole µs."""
     rng = stream(seed, STREAM, "UI", user)
+    universe = len(names)
     size = basket_size(universe)
-    lo, hi = (x // NS_PER_US for x in session_ns(day))
+    lo, hi = (x // NS_PER_US for x in session_ns(day, cal))
     out = []
     for _ in range(UI_REQUESTS):
-        syms = _syms(rng.choice(np.arange(1, universe + 1), size=min(size, universe), replace=False), universe)
-        length = round(float(np.exp(rng.uniform(np.log(UI_MIN_S), np.log(mc.SESSION_S)))) * 1e6)
+        syms = _syms(rng.choice(np.arange(1, universe + 1), size=min(size, universe), replace=False), names)
+        length = round(float(np.exp(rng.uniform(np.log(UI_MIN_S), np.log(max(cal.session_s, UI_MIN_S))))) * 1e6)
         length = min(max(length, int(UI_MIN_S * 1e6)), hi - lo)
         start = int(rng.integers(lo, hi - length + 1))
         out.append(Request(syms, start * NS_PER_US, (start + length) * NS_PER_US))
@@ -257,15 +288,18 @@ def check_users(users: int, universe: int) -> None:
             f"({users * size:,}); the universe has {universe:,} (at most {universe // size} users here)")
 
 
-def draw_block(seed: int, universe: int, days: tuple[str, ...], user: int) -> UserBlock:
+def draw_block(seed: int, names: Names, days: tuple[str, ...], user: int) -> UserBlock:
     """User ``user``'s M-VWAB-12D block (its slice of one permutation of the universe, so every
     user's is disjoint from every other's whatever the number of users) and its 12 trading days
-    1 + (i mod 9) … 12 + (i mod 9)."""
+    1 + (i mod 9) … 12 + (i mod 9) (of a calendar shorter than 20 days: its first 12, or all of
+    a shorter one, starting at 1 + (i mod the offsets that fit))."""
+    universe = len(names)
     check_users(user + 1, universe)
     size = basket_size(universe)
     perm = stream(seed, STREAM, "VWAB12D").permutation(np.arange(1, universe + 1))
-    first = user % VWAB12D_OFFSETS
-    return UserBlock(_syms(perm[user * size:(user + 1) * size], universe), tuple(days[first:first + VWAB12D_DAYS]))
+    span = min(VWAB12D_DAYS, len(days))
+    first = user % max(1, min(VWAB12D_OFFSETS, len(days) - span + 1))
+    return UserBlock(_syms(perm[user * size:(user + 1) * size], names), tuple(days[first:first + span]))
 
 
 def draw_trades(seed: int, ds: Dataset, day: str, basket: tuple[str, ...]) -> tuple[tuple[str, str, int], ...]:
@@ -288,24 +322,36 @@ def market_params(ds: Dataset, seed: int, user: int = 0) -> MarketParams:
     if ds.kind != MARKET:
         raise DatasetError(f"{ds.root}: a {ds.kind} dataset; the market suite runs on a market dataset "
                            "(tickbench generate --dataset market)")
-    n = ds.universe
+    names = universe_names(ds)
+    cal = ds.calendar
     raw = ds.params
     d = str(raw["D"])
     month = tuple(map(str, raw["M"]))
-    basket = draw_basket(seed, n)
+    basket = draw_basket(seed, names)
     return MarketParams(
-        D=d, W=tuple(map(str, raw["W"])), M=month, B=basket, B50=draw_b50(seed, n),
-        T=draw_times(seed, d, user), P=draw_trades(seed, ds, d, basket), UI=draw_requests(seed, n, d, user),
-        VWAB12D=draw_block(seed, n, month, user), user=user,
+        D=d, W=tuple(map(str, raw["W"])), M=month, B=basket, B50=draw_b50(seed, names),
+        T=draw_times(seed, d, user, cal), P=draw_trades(seed, ds, d, basket),
+        UI=draw_requests(seed, names, d, user, cal), VWAB12D=draw_block(seed, names, month, user), user=user,
+        session=(cal.open_s, cal.close_s),
     )
 
 
-def user_params(base: MarketParams, universe: int, seed: int, user: int) -> MarketParams:
-    """User ``user``'s parameters from any user's ``base`` of the same run: its own T, UI and
-    M-VWAB-12D block and window drawn as :func:`market_params` draws them, the run's D, W, M, B,
-    B50 and P kept (so the dataset is not read again for every user)."""
-    return replace(base, T=draw_times(seed, base.D, user), UI=draw_requests(seed, universe, base.D, user),
-                   VWAB12D=draw_block(seed, universe, base.M, user), user=user)
+def universe_names(ds: Dataset) -> Names:
+    """The dataset's instruments by rank (generated: ``S0001`` …; imported: their own names)."""
+    inst = ds.instruments().sort("rank")
+    names = tuple(map(str, inst["sym"].to_list()))
+    if len(names) != ds.universe:
+        raise DatasetError(f"{ds.root}: {len(names)} instruments, its manifest's universe is {ds.universe}")
+    return names
+
+
+def user_params(ds: Dataset, base: MarketParams, seed: int, user: int) -> MarketParams:
+    """User ``user``'s parameters from any user's ``base`` of the same run on ``ds``: its own T,
+    UI and M-VWAB-12D block and window drawn as :func:`market_params` draws them, the run's D,
+    W, M, B, B50 and P kept (so the day's trades are not read again for every user)."""
+    names, cal = universe_names(ds), ds.calendar
+    return replace(base, T=draw_times(seed, base.D, user, cal), UI=draw_requests(seed, names, base.D, user, cal),
+                   VWAB12D=draw_block(seed, names, base.M, user), user=user)
 
 
 def write_params_json(path: Path, params: MarketParams) -> None:

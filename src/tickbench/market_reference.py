@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
-from tickbench.data import market_calendar as mc
 from tickbench.data.dataset import Dataset, DatasetError
 from tickbench.market_params import MarketParams, Request
 
@@ -218,7 +217,7 @@ def m_theopl(ds: Dataset, p: MarketParams) -> pl.DataFrame:
 @reference("M-VOLCURV")
 def m_volcurv(ds: Dataset, p: MarketParams) -> pl.DataFrame:
     t = _scan(ds, "trades", p.M, ["ts", "sym", "amount"], p.B)
-    minute = (pl.col("ts").cast(pl.Int64) % (24 * 60 * MINUTE)) // MINUTE - mc.SESSION_OPEN_S // 60
+    minute = (pl.col("ts").cast(pl.Int64) % (24 * 60 * MINUTE)) // MINUTE - p.session[0] // 60
     bucket = (minute // 5) * 5
     out = t.group_by("sym", bucket.alias("bucket")).agg(avg_volume=pl.col("amount").sum() / len(p.M))
     return _shape("M-VOLCURV", _collect(out))

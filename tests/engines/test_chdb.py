@@ -29,10 +29,16 @@ def test_file_glob_names_exactly_the_files(tmp_path: Path) -> None:
     from tickbench.engines.chdb.adapter import file_glob
 
     files = [tmp_path / "a" / "x.parquet", tmp_path / "b" / "y.parquet"]
-    assert file_glob(files) == f"{tmp_path}/{{a/x.parquet,b/y.parquet}}"
-    assert file_glob(files[:1]) == str(files[0])
-    with pytest.raises(ValueError, match="glob"):
-        file_glob([tmp_path / "odd*name.parquet"])
+    links = tmp_path / "links"
+    assert file_glob(files, links) == f"{tmp_path}/{{a/x.parquet,b/y.parquet}}"
+    assert file_glob(files[:1], links) == str(files[0])
+    assert not links.exists()
+    # A glob character in a path has no escape in file(): plain-named links to the files instead.
+    odd = [tmp_path / "run[1],x" / "x.parquet", tmp_path / "run[1],x" / "y.parquet"]
+    glob = file_glob(odd, links)
+    assert not set(glob) & set("*?[]") and glob.startswith(str(links))
+    linked = sorted(p for p in links.rglob("*.parquet"))
+    assert [p.readlink() for p in linked] == odd and glob.count(",") == 1
 
 
 @pytest.mark.slow

@@ -426,6 +426,11 @@ def expected_params(m: Manifest) -> dict[str, Any]:
     generated dataset, those derived from the partitions for an imported one."""
     if m.source == "generated":
         return dict(mc.default_params()) if m.kind == MARKET else default_params()
+    if m.kind == MARKET and isinstance(m.source, str) and m.source.startswith("import:"):
+        try:
+            return dict(mc.params_of(mc.calendar_of(m.calendar)))
+        except ValueError as exc:
+            raise DatasetError(f"an imported market dataset's calendar: {exc}; re-import it") from None
     if isinstance(m.source, str) and m.source.startswith("import:"):
         if not m.partitions:
             raise DatasetError("an imported dataset without partitions; re-import it")
@@ -816,6 +821,12 @@ def _bulk_csv_task(args: tuple[str, str, list[str], str]) -> tuple[str, dict[str
     return table, {"path": rel, "rows": data.num_rows, "bytes": dest.stat().st_size}
 
 
+def bulk_csv(stage: Path, table: str, rels: list[str], rel: str) -> dict[str, Any]:
+    """Day D's CSV of ``table`` from its part files ``rels`` (see :func:`_bulk_csv_task`); its
+    manifest entry."""
+    return _bulk_csv_task((str(stage), table, rels, rel))[1]
+
+
 def _bulk_rels(parts: Iterable[cal.Partition], table: str) -> list[str]:
     return sorted(partition_path(table, p.day, p.exchange, p.sym) for p in parts if p.day == cal.BULK_DAY)
 
@@ -883,6 +894,17 @@ class Dataset:
         if self.manifest.kind != MARKET or self.manifest.universe is None:
             raise DatasetError(f"{self.root}: a {self.manifest.kind} dataset has no instrument universe")
         return self.manifest.universe
+
+    @property
+    def calendar(self) -> mc.Calendar:
+        """A market dataset's trading days, session and venues (the generated calendar, or the one
+        an import derived from its data)."""
+        if self.manifest.kind != MARKET:
+            raise DatasetError(f"{self.root}: a {self.manifest.kind} dataset has no market calendar")
+        try:
+            return mc.calendar_of(self.manifest.calendar)
+        except ValueError as exc:
+            raise DatasetError(f"{self.root}: its manifest's calendar: {exc}") from None
 
     @property
     def bulk_day(self) -> str:

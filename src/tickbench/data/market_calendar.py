@@ -190,19 +190,84 @@ def blocks(universe: int) -> list[Block]:
 
 
 def calendar_dict() -> dict[str, object]:
-    """The calendar as the manifest records it."""
-    return {
-        "days": [d.isoformat() for d in DAYS],
-        "session": {"open": "14:30:00", "close": "21:00:00", "timezone": "UTC"},
-        "venues": list(VENUES),
-    }
+    """The generated calendar as the manifest records it."""
+    return GENERATED.to_dict()
+
+
+@dataclass(frozen=True)
+class Calendar:
+    """A market dataset's trading days, daily session [open, close) in seconds of the UTC day, and
+    venues: the generated calendar (:data:`GENERATED`), or an imported dataset's, derived from its
+    data and read from its manifest (:func:`calendar_of`). The suite's parameters, reference and
+    validation go by it, never by the generated calendar's constants."""
+
+    days: tuple[str, ...]
+    open_s: int
+    close_s: int
+    venues: tuple[str, ...]
+
+    @property
+    def session_s(self) -> int:
+        return self.close_s - self.open_s
+
+    def session_ns(self, day: str) -> tuple[int, int]:
+        """[open, close) of ``day``'s session, ns since the epoch."""
+        start = day_ns(dt.date.fromisoformat(day))
+        return start + self.open_s * NS_PER_S, start + self.close_s * NS_PER_S
+
+    def to_dict(self) -> dict[str, object]:
+        return {"days": list(self.days),
+                "session": {"open": _clock(self.open_s), "close": _clock(self.close_s), "timezone": "UTC"},
+                "venues": list(self.venues)}
+
+
+def _clock(seconds: int) -> str:
+    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _seconds(text: object, what: str) -> int:
+    parts = str(text).split(":")
+    if len(parts) != 3 or not all(p.isdigit() and len(p) == 2 for p in parts):
+        raise ValueError(f"session {what} {str(text)[:40]!r} is not hh:mm:ss")
+    h, m, s = map(int, parts)
+    value = h * 3600 + m * 60 + s
+    if m > 59 or s > 59 or value > 86_400:
+        raise ValueError(f"session {what} {text!r} is not a time of the day (00:00:00 … 24:00:00)")
+    return value
+
+
+def calendar_of(raw: object) -> Calendar:
+    """The :class:`Calendar` a manifest's ``calendar`` records (ValueError naming what is wrong)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("session"), dict):
+        raise ValueError("no calendar with days, session and venues")
+    days, venues, session = raw.get("days"), raw.get("venues"), raw["session"]
+    if not isinstance(days, list) or not days or not all(isinstance(d, str) for d in days):
+        raise ValueError("calendar days: not a list of dates")
+    for d in days:
+        dt.date.fromisoformat(d)
+    if sorted(set(days)) != days:
+        raise ValueError("calendar days: not increasing")
+    if not isinstance(venues, list) or not venues or not all(isinstance(v, str) for v in venues):
+        raise ValueError("calendar venues: not a list of names")
+    if session.get("timezone") != "UTC":
+        raise ValueError("calendar session: its times must be UTC")
+    cal = Calendar(tuple(days), _seconds(session.get("open"), "open"), _seconds(session.get("close"), "close"),
+                   tuple(venues))
+    if cal.close_s <= cal.open_s:
+        raise ValueError(f"calendar session: closes ({_clock(cal.close_s)}) before it opens ({_clock(cal.open_s)})")
+    return cal
+
+
+def params_of(cal: Calendar) -> dict[str, object]:
+    """The fixed parameters of SPEC §2.3 on ``cal``: D its 10th trading day (the middle one of a
+    shorter calendar), W its first five, M all of them; W loads D."""
+    d = cal.days[min(D_INDEX, (len(cal.days) - 1) // 2)]
+    return {"D": d, "W": list(cal.days[:W_DAYS]), "M": list(cal.days), "bulk_day": d}
+
+
+GENERATED = Calendar(tuple(d.isoformat() for d in DAYS), SESSION_OPEN_S, SESSION_CLOSE_S, VENUES)
 
 
 def default_params() -> dict[str, object]:
     """The fixed parameters of SPEC §2.3 (the random ones are drawn from the run's seed)."""
-    return {
-        "D": d_day().isoformat(),
-        "W": [d.isoformat() for d in DAYS[:W_DAYS]],
-        "M": [d.isoformat() for d in DAYS],
-        "bulk_day": d_day().isoformat(),
-    }
+    return params_of(GENERATED)

@@ -1,14 +1,15 @@
 """Check a market dataset (SPEC §1.3) against its invariants: ``tickbench validate`` on a
 directory whose manifest says ``kind: market``.
 
-Every row: values present and finite, prices > 0, each venue's ``bid < ask``, sizes and amounts > 0,
-prices on the instrument's tick grid and sizes on its lot grid, ``side`` buy/sell, ``ts`` inside
-the session [14:30, 21:00) UTC of its partition's day, ``sym`` an instrument of the table and of
-its part file's range. Every (exchange, sym) stream, across files and days: ``ts`` never going
-backwards, ``seq`` (quotes) and ``trade_id`` (trades) strictly increasing, so unique. The
-instruments table: one row per instrument, ranks 1..N, positive grids, and ``venues`` equal to
-the number of venues that quote the instrument (its ``primary`` among them); a trade only on a
-venue that quotes its instrument. And every partition's rows hash to its manifest entry.
+Every row: values present and finite, prices > 0, each venue's ``bid < ask``, sizes and amounts
+> 0, prices on the instrument's tick grid and sizes on its lot grid, ``side`` buy/sell, ``ts``
+inside the session of its partition's day (the manifest's calendar: [14:30, 21:00) UTC when
+generated), ``sym`` an instrument of the table and of its part file's range. Every (exchange,
+sym) stream, across files and days: ``ts`` never going backwards, ``seq`` (quotes) and
+``trade_id`` (trades) strictly increasing, so unique. The instruments table: one row per
+instrument, ranks 1..N, positive grids, and ``venues`` equal to the number of venues that quote
+the instrument (its ``primary`` among them); a trade only on a venue that quotes its instrument.
+And every partition's rows hash to its manifest entry.
 
 Partitions are read a batch at a time; what the order checks need from one batch to the next
 (each stream's latest ``ts`` and id) is one row per stream.
@@ -45,7 +46,7 @@ VENUE_CROSSED = "a venue's quote locked or crossed (bid >= ask)"
 PRICE_NOT_POSITIVE = "price not > 0"
 OFF_TICK = "price off the instrument's tick grid"
 OFF_LOT = "size off the instrument's lot grid"
-OUTSIDE_SESSION = "ts outside the session [14:30, 21:00) UTC of its day"
+OUTSIDE_SESSION = "ts outside the session of its day (the calendar's; generated: [14:30, 21:00) UTC)"
 UNKNOWN_SYM = "sym not in the instruments table"
 SEQ_NOT_INCREASING = "seq not increasing per (exchange, sym)"
 BAD_INSTRUMENT = "instruments table row inconsistent"
@@ -98,7 +99,7 @@ def trades_reason() -> pl.Expr:
 
 def _outside_session() -> pl.Expr:
     ts = pl.col("ts").cast(pl.Int64)
-    return (ts < pl.col("_t0")) | (ts >= pl.col("_t0") + mc.SESSION_S * mc.NS_PER_S)
+    return (ts < pl.col("_t0")) | (ts >= pl.col("_t1"))
 
 
 REASON = {"quotes": quotes_reason, "trades": trades_reason}
@@ -114,7 +115,7 @@ def _values(row: dict[str, Any], table: str) -> dict[str, Any]:
 
 
 def _check_file(root: Path, entry: dict[str, Any], grids: pl.DataFrame, state: pl.DataFrame,
-                report: ValidationReport) -> tuple[pl.DataFrame, pl.DataFrame]:
+                report: ValidationReport, cal: mc.Calendar) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Stream one part file through the checks; returns the updated per-stream state and the
     (exchange, sym) pairs the file holds."""
     table, rel = entry["table"], entry["path"]
@@ -125,7 +126,7 @@ def _check_file(root: Path, entry: dict[str, Any], grids: pl.DataFrame, state: p
         raise DatasetError(f"{path}: unreadable Parquet ({exc})") from exc
     if pf.schema_arrow.names != MARKET_SCHEMAS[table].names:
         raise DatasetError(f"{path}: columns {pf.schema_arrow.names} are not the {table} schema of SPEC §1.3")
-    t0 = mc.day_ns(dt.date.fromisoformat(entry["day"])) + mc.SESSION_OPEN_S * mc.NS_PER_S
+    t0, t1 = cal.session_ns(entry["day"])
     first, last = entry.get("syms", [None, None])
     idc = ID[table]
     pairs: list[pl.DataFrame] = []
@@ -135,7 +136,7 @@ def _check_file(root: Path, entry: dict[str, Any], grids: pl.DataFrame, state: p
         assert isinstance(raw, pl.DataFrame)
         df = (raw.with_row_index("_row", offset)
               .join(grids, on="sym", how="left", maintain_order="left")
-              .with_columns(_t0=pl.lit(t0, pl.Int64))
+              .with_columns(_t0=pl.lit(t0, pl.Int64), _t1=pl.lit(t1, pl.Int64))
               .with_columns(_reason=REASON[table]()))
         if first is not None:
             outside = pl.col("sym").is_not_null() & ((pl.col("sym") < first) | (pl.col("sym") > last))
@@ -171,7 +172,7 @@ def _check_file(root: Path, entry: dict[str, Any], grids: pl.DataFrame, state: p
     return state, held
 
 
-def _check_instruments(root: Path, manifest: Manifest, report: ValidationReport) -> pl.DataFrame:
+def _check_instruments(root: Path, manifest: Manifest, report: ValidationReport, cal: mc.Calendar) -> pl.DataFrame:
     path = root / INSTRUMENTS_PATH
     try:
         inst = pl.read_parquet(path)
@@ -192,7 +193,7 @@ def _check_instruments(root: Path, manifest: Manifest, report: ValidationReport)
         problems.append((-1, "ranks are not 1 … N, each once"))
     bad = inst.with_row_index("_row").filter(
         ~(pl.col("tick") > 0).fill_null(False) | ~(pl.col("lot") > 0).fill_null(False)
-        | pl.col("primary").is_null() | ~pl.col("venues").is_between(1, len(mc.VENUES)).fill_null(False))
+        | pl.col("primary").is_null() | ~pl.col("venues").is_between(1, len(cal.venues)).fill_null(False))
     problems += [(int(r["_row"]), f"{r['sym']}: tick, lot, primary or venues invalid")
                  for r in bad.iter_rows(named=True)]
     for row, text in problems:
@@ -203,7 +204,11 @@ def _check_instruments(root: Path, manifest: Manifest, report: ValidationReport)
 def validate_market(directory: Path, manifest: Manifest, report: ValidationReport) -> ValidationReport:
     """Check every part file of the market dataset in ``directory`` (see the module docstring)."""
     report.spec = "SPEC §1.3"
-    inst = _check_instruments(directory, manifest, report)
+    try:
+        cal = mc.calendar_of(manifest.calendar)
+    except ValueError as exc:
+        raise DatasetError(f"{directory}: its manifest's calendar: {exc}") from None
+    inst = _check_instruments(directory, manifest, report, cal)
     grids = inst.select("sym", "tick", "lot").unique("sym", keep="first", maintain_order=True)
     hashes: dict[str, str] = {}
     entry_inst = next((e for e in manifest.partitions if e["table"] == "instruments"), None)
@@ -220,7 +225,7 @@ def validate_market(directory: Path, manifest: Manifest, report: ValidationRepor
         for entry in entries:
             if not (directory / entry["path"]).is_file():
                 raise DatasetError(f"{directory}: missing {entry['path']} named in its manifest")
-            state, pairs = _check_file(directory, entry, grids, state, report)
+            state, pairs = _check_file(directory, entry, grids, state, report, cal)
             held[table].append(pairs)
             h = hash_parquet(directory / entry["path"], MARKET_SCHEMAS[table])
             hashes[entry["path"]] = h

@@ -1,7 +1,8 @@
 """Import real market data into a tickbench dataset (SPEC §1 schema, the generator's layout).
 
 ``import_dataset(fmt, paths, out)`` streams the input files through a format reader
-(:mod:`.tardis`, :mod:`.cryptofeed`, :mod:`.lobster`), checks every row with the invariants of
+(:mod:`.tardis`, :mod:`.cryptofeed`, :mod:`.lobster`; :mod:`.taq` and Tardis ``quotes`` files
+make a market dataset instead, SPEC §1.3, written by :mod:`.market`), checks every row with the invariants of
 :mod:`tickbench.data.validate`, writes the partitions, the bulk-load day's CSV and a manifest
 (``source = "import:<format>"``) into a staging directory beside ``out`` and renames it into
 place only when complete, as ``generate`` does. The benchmark parameters are derived from the
@@ -28,8 +29,8 @@ from tickbench.data.dataset import (
     remove_abandoned_stages,
 )
 from tickbench.data.derive import derive_params
-from tickbench.data.importers import cryptofeed, lobster, tardis
-from tickbench.data.importers.common import Chunk, Options
+from tickbench.data.importers import cryptofeed, lobster, market, taq, tardis
+from tickbench.data.importers.common import Chunk, ReaderOptions
 from tickbench.data.importers.writer import (
     POLICIES,
     DatasetBuilder,
@@ -39,8 +40,11 @@ from tickbench.data.importers.writer import (
 )
 from tickbench.data.schema import TABLES
 
-Reader = Callable[[list[Path], Options], Iterator[Chunk]]
-FORMATS: dict[str, Reader] = {"tardis": tardis.read, "cryptofeed": cryptofeed.read, "lobster": lobster.read}
+Reader = Callable[[list[Path], ReaderOptions], Iterator[Chunk]]
+FORMATS: dict[str, Reader] = {"tardis": tardis.read, "cryptofeed": cryptofeed.read, "lobster": lobster.read,
+                              "taq": taq.read}
+# Formats (or their files) that make a market dataset, and their readers of market rows.
+MARKET_READERS: dict[str, Reader] = {"taq": taq.read, "tardis": tardis.read_market}
 CLOCKS = ("exchange", "local")
 TRADE_IDS = ("native", "sequence")
 DEFAULT_MEMORY_MB = 512
@@ -73,6 +77,26 @@ def _coalesce(chunks: Iterator[Chunk], target_bytes: int) -> Iterator[Chunk]:
             size += int(c.df.estimated_size())
     if held:
         yield Chunk(held[0].table, pl.concat([h.df for h in held]), held[0].source)
+
+
+def _import_market(fmt: str, paths: list[Path], out: Path, stage: Path, opts: ReaderOptions, limit: int,
+                   sample: int | None, trade_ids: str) -> ImportResult:
+    """A market dataset (SPEC §1.3) from quotes and trades files, into ``stage``, then ``out``."""
+    if sample is not None:
+        raise DatasetError("--sample: a market dataset keeps every quote (the option samples order books)")
+    builder = market.MarketBuilder(stage, opts.policy)
+    for chunk in _coalesce(market.chunks_of({"quotes", "trades"}, MARKET_READERS[fmt](paths, opts)), limit // 16):
+        builder.add(chunk)
+    builder.dropped.update(opts.dropped)  # rows a reader left out itself (TAQ's corrected trades)
+    manifest = builder.finish(fmt, {"files": sorted(p.name for p in paths), "policy": opts.policy,
+                                    "clock": opts.clock, "trade_ids": trade_ids, **opts.notes})
+    shutil.rmtree(stage / ".spill", ignore_errors=True)
+    (stage / "manifest.json").write_text(manifest.to_json())
+    (stage / STAGE_OWNER).unlink()
+    if out.exists():
+        out.rmdir()
+    os.replace(stage, out)
+    return ImportResult(manifest, dict(builder.dropped), dict(builder.rows_in))
 
 
 def _check_out(out: Path) -> None:
@@ -120,13 +144,16 @@ def import_dataset(
     # Arrow allocations for 2 MB blocks), and each batch is converted and checked in a few
     # copies: 1/160 of the limit per block keeps reading and checking near a third of the limit,
     # beside the buffered output (a quarter) and the Parquet/CSV writers' row groups
-    opts = Options(sample=sample, clock=clock, trade_ids=trade_ids, block_bytes=max(limit // 160, 1 << 16),
+    opts = ReaderOptions(sample=sample, clock=clock, trade_ids=trade_ids, block_bytes=max(limit // 160, 1 << 16),
                    progress=progress, policy=policy)
+    is_market = fmt == "taq" or (fmt == "tardis" and tardis.is_market(paths))
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned_stages(out)  # of an import (or generation) into ``out`` that was killed
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     claim_stage(stage)
     try:
+        if is_market:
+            return _import_market(fmt, paths, out, stage, opts, limit, sample, trade_ids)
         builder = DatasetBuilder(stage, policy, limit, hint=missing_id_hint)
         for chunk in _coalesce(FORMATS[fmt](paths, opts), limit // 16):
             builder.add(chunk.table, chunk.df, chunk.source)

@@ -37,7 +37,7 @@ ProgressFn = Callable[[str, int, int], None]
 
 
 @dataclass
-class Options:
+class ReaderOptions:
     """Reader options from the command line (see ``tickbench import --help``)."""
 
     sample: int | None = None  # one book snapshot per N updates; None = the format's default
@@ -97,7 +97,7 @@ def us_bad(col: str) -> pl.Expr:
         pl.lit(None, dtype=pl.String)).alias(BAD_COL)
 
 
-def check_ts(ts: list[Any], reasons: list[str | None], row0: int, source: str, opts: Options) -> None:
+def check_ts(ts: list[Any], reasons: list[str | None], row0: int, source: str, opts: ReaderOptions) -> None:
     """Book update rows are rebuilt into snapshots, not checked row by row afterwards, so a
     row without a usable timestamp (``ts`` None: missing, non-finite or, as ``reasons`` says,
     out of range) is judged here: it stops the import under ``--policy fail``, naming the row,
@@ -128,14 +128,15 @@ def reading(path: Path, what: str) -> Iterator[None]:
 
 
 def header(path: Path) -> list[str]:
-    """The column names of a CSV file (gzip or plain)."""
+    """The column names of a CSV file (gzip or plain), quoted or not."""
     opener: Any = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rt", newline="") as f:
             line = f.readline()
     except (OSError, UnicodeDecodeError, EOFError) as exc:
         raise DatasetError(f"{path}: unreadable ({exc})") from exc
-    return [c.strip() for c in line.rstrip("\r\n").split(",")] if line else []
+    # a CSV writer may quote the names ("exchange","symbol",…): the names are the same
+    return [c.strip().strip('"') for c in line.rstrip("\r\n").split(",")] if line else []
 
 
 class _Counting:
@@ -153,12 +154,14 @@ class _Counting:
 
 
 def csv_batches(
-    path: Path, types: dict[str, pa.DataType], opts: Options, names: list[str] | None = None
+    path: Path, types: dict[str, pa.DataType], opts: ReaderOptions, names: list[str] | None = None,
+    parse: pacsv.ParseOptions | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of a CSV file (gzip accepted as is), about ``opts.block_bytes`` each.
 
-    ``names`` gives the columns of a file without a header row. Columns not in ``types`` are
-    read as strings.
+    ``names`` gives the columns of a file without a header row, ``parse`` its delimiter (and
+    which malformed lines to skip) where not a comma. Columns not in ``types`` are read as
+    strings.
     """
     raw = _Counting(path)
     read = pacsv.ReadOptions(block_size=opts.block_bytes, column_names=names, use_threads=False)
@@ -167,7 +170,7 @@ def csv_batches(
                                 false_values=["false", "False", "FALSE", "0"])
     rows = 0
     try:
-        reader = pacsv.open_csv(raw.stream(path), read_options=read, convert_options=conv)
+        reader = pacsv.open_csv(raw.stream(path), read_options=read, convert_options=conv, parse_options=parse)
         for batch in reader:
             rows += batch.num_rows
             if opts.progress:
@@ -180,7 +183,7 @@ def csv_batches(
         raw.f.close()
 
 
-def parquet_batches(path: Path, opts: Options, row_bytes: int = 64) -> Iterator[pa.RecordBatch]:
+def parquet_batches(path: Path, opts: ReaderOptions, row_bytes: int = 64) -> Iterator[pa.RecordBatch]:
     """Record batches of a Parquet file, about ``opts.block_bytes`` each."""
     try:
         pf = pq.ParquetFile(path)
@@ -207,16 +210,16 @@ def with_row_index(df: pl.DataFrame, offset: int) -> pl.DataFrame:
     return df.with_row_index(ROW_COL, offset=offset).with_columns(pl.col(ROW_COL).cast(pl.Int64))
 
 
-def assign_sequence_ids(df: pl.DataFrame, counters: dict[tuple[str, str], int]) -> pl.DataFrame:
-    """Set ``trade_id`` to 1, 2, 3 … per (exchange, sym) in file order, continuing from
-    ``counters`` (updated) across batches and files."""
+def assign_sequence_ids(df: pl.DataFrame, counters: dict[tuple[str, str], int], col: str = "trade_id") -> pl.DataFrame:
+    """Set ``col`` (``trade_id``, a quote's ``seq``) to 1, 2, 3 … per (exchange, sym) in file
+    order, continuing from ``counters`` (updated) across batches and files."""
     n = df.with_columns(_n=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("exchange", "sym"))
     offs = pl.DataFrame(
         {"exchange": [k[0] for k in counters], "sym": [k[1] for k in counters], "_off": list(counters.values())},
         schema={"exchange": pl.String, "sym": pl.String, "_off": pl.Int64},
     )
     out = n.join(offs, on=["exchange", "sym"], how="left", maintain_order="left")
-    out = out.with_columns(trade_id=pl.col("_n") + pl.col("_off").fill_null(0)).drop("_n", "_off")
+    out = out.with_columns((pl.col("_n") + pl.col("_off").fill_null(0)).alias(col)).drop("_n", "_off")
     for ex, sym, c in n.group_by("exchange", "sym").agg(c=pl.len()).select("exchange", "sym", "c").iter_rows():
         counters[(ex, sym)] = counters.get((ex, sym), 0) + c
     return out

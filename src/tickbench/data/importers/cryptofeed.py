@@ -37,7 +37,7 @@ from tickbench.data.importers.common import (
     US_MAX,
     Chunk,
     L2Rebuilder,
-    Options,
+    ReaderOptions,
     assign_sequence_ids,
     check_ts,
     csv_batches,
@@ -76,7 +76,7 @@ def kind(path: Path) -> str:
                        f"file ({sorted(BOOK_COLS)}); it has {sorted(cols)}")
 
 
-def _batches(path: Path, opts: Options, types: dict[str, pa.DataType]) -> Iterator[pl.DataFrame]:
+def _batches(path: Path, opts: ReaderOptions, types: dict[str, pa.DataType]) -> Iterator[pl.DataFrame]:
     it = parquet_batches(path, opts) if path.suffix == ".parquet" else csv_batches(path, types, opts)
     for batch in it:
         df = pl.from_arrow(batch)
@@ -109,7 +109,7 @@ def _to_ns(df: pl.DataFrame, col: str) -> tuple[pl.Series, pl.Series]:
     return ns.alias(col), bad.alias(BAD_COL)
 
 
-def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
+def read(paths: list[Path], opts: ReaderOptions) -> Iterator[Chunk]:
     """Every file's rows as SPEC rows; files of one kind are read in name order."""
     kinds = {p: kind(p) for p in paths}
     clock = "timestamp" if opts.clock == "exchange" else "receipt_timestamp"
@@ -122,7 +122,7 @@ def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
                 yield from _book(path, opts, clock)
 
 
-def _trades(path: Path, opts: Options, clock: str, counters: dict[tuple[str, str], int]) -> Iterator[Chunk]:
+def _trades(path: Path, opts: ReaderOptions, clock: str, counters: dict[tuple[str, str], int]) -> Iterator[Chunk]:
     types = {"exchange": pa.string(), "symbol": pa.string(), "side": pa.string(), "amount": pa.float64(),
              "price": pa.float64(), "id": pa.string(), "timestamp": pa.float64(), "receipt_timestamp": pa.float64()}
     row = 0
@@ -143,7 +143,7 @@ def _trades(path: Path, opts: Options, clock: str, counters: dict[tuple[str, str
         yield Chunk("trades", df.select(*trades_select(), BAD_COL), path.name)
 
 
-def _book(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
+def _book(path: Path, opts: ReaderOptions, clock: str) -> Iterator[Chunk]:
     types = {"exchange": pa.string(), "symbol": pa.string(), "side": pa.string(), "price": pa.float64(),
              "size": pa.float64(), "timestamp": pa.float64(), "receipt_timestamp": pa.float64(), "delta": pa.bool_()}
     rb = L2Rebuilder(opts.sample_or(BOOK_SAMPLE))

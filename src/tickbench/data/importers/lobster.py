@@ -47,7 +47,7 @@ from tickbench.data.importers.common import (
     ROW_COL,
     TS,
     Chunk,
-    Options,
+    ReaderOptions,
     csv_batches,
     group_ends,
     reading,
@@ -73,7 +73,7 @@ def _parse(path: Path) -> re.Match[str]:
     return m
 
 
-def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
+def read(paths: list[Path], opts: ReaderOptions) -> Iterator[Chunk]:
     """Pair the message and orderbook files and read them in lock step, in name order."""
     pairs: dict[str, dict[str, Path]] = {}
     for p in paths:
@@ -107,7 +107,7 @@ def _midnight_ns(day: dt.date) -> int:
 
 
 def _pair(message: Path, orderbook: Path | None, ticker: str, day: dt.date, level: int,
-          opts: Options) -> Iterator[Chunk]:
+          opts: ReaderOptions) -> Iterator[Chunk]:
     mtypes = {"time": pa.float64(), "type": pa.int64(), "order_id": pa.int64(), "size": pa.int64(),
               "price": pa.int64(), "direction": pa.int64()}
     bnames = [f"{s}{k}{i}" for i in range(1, level + 1) for s in ("a", "b") for k in ("p", "s")]

@@ -16,6 +16,13 @@ microseconds since the epoch (UTC), decimal point ``.``.
   ``local_timestamp``, and an ``is_snapshot=true`` row after a non-snapshot row starts a new book.
   The book is rebuilt and one snapshot is kept per ``--sample`` messages (default 40).
 
+* ``quotes`` (top of book, for a market dataset): ``exchange,symbol,timestamp,local_timestamp,
+  ask_amount,ask_price,bid_price,bid_amount``; a quote's ``seq`` is 1, 2, 3 … per (exchange,
+  symbol) in file order (Tardis gives none), so files of one stream are read in name order.
+
+A ``quotes`` file (with ``trades`` files) makes a market dataset (SPEC §1.3, :func:`read_market`);
+book files make the paper's (:func:`read`); the two do not mix.
+
 ``timestamp`` is the exchange's time (Tardis falls back to ``local_timestamp`` when the exchange
 gives none); ``--clock local`` stamps rows with the arrival time instead. Venue ids such as
 ``coinbase`` or ``binance-us`` become ``COINBASE``, ``BINANCEUS``; symbols are kept as given.
@@ -35,7 +42,7 @@ from tickbench.data.importers.common import (
     ROW_COL,
     Chunk,
     L2Rebuilder,
-    Options,
+    ReaderOptions,
     assign_sequence_ids,
     check_ts,
     csv_batches,
@@ -51,6 +58,7 @@ from tickbench.data.importers.common import (
 from tickbench.data.schema import BOOK_SCHEMA, LEVELS
 
 TRADES = ["exchange", "symbol", "timestamp", "local_timestamp", "id", "side", "price", "amount"]
+QUOTES = ["exchange", "symbol", "timestamp", "local_timestamp", "ask_amount", "ask_price", "bid_price", "bid_amount"]
 INCREMENTAL = ["exchange", "symbol", "timestamp", "local_timestamp", "is_snapshot", "side", "price", "amount"]
 SNAPSHOT_PREFIX = ["exchange", "symbol", "timestamp", "local_timestamp"]
 INCREMENTAL_SAMPLE = 40
@@ -70,6 +78,8 @@ def kind(path: Path) -> str:
     cols = header(path)
     if cols == TRADES:
         return "trades"
+    if cols == QUOTES:
+        return "quotes"
     if cols == INCREMENTAL:
         return "incremental_book_L2"
     n = _snapshot_levels(cols)
@@ -78,13 +88,56 @@ def kind(path: Path) -> str:
     if n:
         raise DatasetError(f"{path}: a book_snapshot_{n} file has {n} levels; tickbench's book has {LEVELS} "
                            "(SPEC §1): import book_snapshot_25 or incremental_book_L2 instead")
-    raise DatasetError(f"{path}: not a Tardis trades, book_snapshot_25 or incremental_book_L2 CSV "
+    raise DatasetError(f"{path}: not a Tardis trades, quotes, book_snapshot_25 or incremental_book_L2 CSV "
                        f"(header {','.join(cols[:8])}…)")
 
 
-def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
+def is_market(paths: list[Path]) -> bool:
+    """Whether ``paths`` make a market dataset (a ``quotes`` file among them)."""
+    return any(kind(p) == "quotes" for p in paths)
+
+
+def read_market(paths: list[Path], opts: ReaderOptions) -> Iterator[Chunk]:
+    """Quotes and trades files as a market dataset's rows; files of one kind in name order."""
+    kinds = {p: kind(p) for p in paths}
+    book = sorted(p.name for p, k in kinds.items() if k not in ("quotes", "trades"))
+    if book:
+        raise DatasetError(f"{book[0]}: a book file among quotes files; a market dataset takes Tardis quotes and "
+                           "trades files, the paper's dataset trades and book files: import them apart")
+    clock = "timestamp" if opts.clock == "exchange" else "local_timestamp"
+    counters: dict[tuple[str, str], int] = {}
+    seqs: dict[tuple[str, str], int] = {}
+    for path in sorted(paths, key=lambda p: (kinds[p], p.name)):
+        with reading(path, f"a Tardis {kinds[path]} CSV"):
+            if kinds[path] == "trades":
+                yield from _trades(path, opts, clock, counters)
+            else:
+                yield from _quotes(path, opts, clock, seqs)
+
+
+def _quotes(path: Path, opts: ReaderOptions, clock: str, seqs: dict[tuple[str, str], int]) -> Iterator[Chunk]:
+    types = {"exchange": pa.string(), "symbol": pa.string(), "timestamp": pa.int64(), "local_timestamp": pa.int64(),
+             "ask_amount": pa.float64(), "ask_price": pa.float64(), "bid_price": pa.float64(),
+             "bid_amount": pa.float64()}
+    row = 0
+    for batch in csv_batches(path, types, opts):
+        df = with_row_index(pl.from_arrow(batch), row)  # type: ignore[arg-type]
+        row += batch.num_rows
+        df = df.select(
+            us_to_ts(clock).alias("ts"), normalize_exchange().alias("exchange"), pl.col("symbol").alias("sym"),
+            pl.col("bid_price").alias("bid"), pl.col("ask_price").alias("ask"),
+            pl.col("bid_amount").alias("bsize"), pl.col("ask_amount").alias("asize"), ROW_COL, us_bad(clock))
+        df = assign_sequence_ids(df, seqs, "seq")
+        yield Chunk("quotes", df.select("ts", "exchange", "sym", "bid", "ask", "bsize", "asize", "seq", ROW_COL,
+                                        BAD_COL), path.name)
+
+
+def read(paths: list[Path], opts: ReaderOptions) -> Iterator[Chunk]:
     """Every file's rows as SPEC rows; files of one kind are read in name order."""
     kinds = {p: kind(p) for p in paths}
+    if "quotes" in kinds.values():
+        raise DatasetError(f"{next(p for p, k in kinds.items() if k == 'quotes')}: a Tardis quotes file makes a "
+                           "market dataset; import quotes and trades files without book files")
     clock = "timestamp" if opts.clock == "exchange" else "local_timestamp"
     counters: dict[tuple[str, str], int] = {}
     for path in sorted(paths, key=lambda p: (kinds[p], p.name)):
@@ -98,7 +151,7 @@ def read(paths: list[Path], opts: Options) -> Iterator[Chunk]:
                 yield from _incremental(path, opts, clock)
 
 
-def _trades(path: Path, opts: Options, clock: str, counters: dict[tuple[str, str], int]) -> Iterator[Chunk]:
+def _trades(path: Path, opts: ReaderOptions, clock: str, counters: dict[tuple[str, str], int]) -> Iterator[Chunk]:
     types = {"exchange": pa.string(), "symbol": pa.string(), "timestamp": pa.int64(), "local_timestamp": pa.int64(),
              "id": pa.string(), "side": pa.string(), "price": pa.float64(), "amount": pa.float64()}
     row = 0
@@ -115,7 +168,7 @@ def _trades(path: Path, opts: Options, clock: str, counters: dict[tuple[str, str
         yield Chunk("trades", df.select(*trades_select(), BAD_COL), path.name)
 
 
-def _snapshots(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
+def _snapshots(path: Path, opts: ReaderOptions, clock: str) -> Iterator[Chunk]:
     sample = opts.sample_or(1)
     cols = header(path)
     types = {c: pa.float64() for c in cols[4:]}
@@ -134,7 +187,7 @@ def _snapshots(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
         yield Chunk("book", out.select([*BOOK_SCHEMA.names, ROW_COL, BAD_COL]), path.name)
 
 
-def _incremental(path: Path, opts: Options, clock: str) -> Iterator[Chunk]:
+def _incremental(path: Path, opts: ReaderOptions, clock: str) -> Iterator[Chunk]:
     types = {"exchange": pa.string(), "symbol": pa.string(), "timestamp": pa.int64(), "local_timestamp": pa.int64(),
              "is_snapshot": pa.bool_(), "side": pa.string(), "price": pa.float64(), "amount": pa.float64()}
     rb = L2Rebuilder(opts.sample_or(INCREMENTAL_SAMPLE))

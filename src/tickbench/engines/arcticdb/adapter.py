@@ -18,9 +18,8 @@ answer's columns in order, sorted.
 from __future__ import annotations
 
 import importlib.util
-import math
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
@@ -33,10 +32,21 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from arcticdb.version_store.library import Library
 
-from tickbench.data.dataset import Dataset, empty_frame
+from tickbench.data.dataset import MARKET, Dataset, empty_frame
 from tickbench.data.schema import SCHEMAS
 from tickbench.engines.arcticdb.ingest import PRUNE, FramesTarget, IngestStore, Writer
 from tickbench.engines.arcticdb.layout import LIBRARY, SORT_KEYS, TABLES, VENUES, Store, symbol_name
+from tickbench.engines.arcticdb.market import ArcticMarket
+from tickbench.engines.arcticdb.writes import (
+    CHUNK_ROWS,
+    OPTIONS,
+    W_DURABILITY,
+    lmdb_bytes,
+    lmdb_uri,
+    stored_rows,
+    to_pandas,
+    write_symbol,
+)
 from tickbench.engines.base import (
     BulkLoad,
     Engine,
@@ -49,9 +59,6 @@ from tickbench.engines.base import (
 )
 from tickbench.params import QueryParams
 
-OPTIONS = adb.LibraryOptions(rows_per_segment=100_000, columns_per_segment=127)
-# Rows per write/append: whole segments, so appends never leave a part-filled segment behind.
-CHUNK_ROWS = 10 * OPTIONS.rows_per_segment
 QueryFn = Callable[[Store, dict[str, Any]], pl.DataFrame]
 
 
@@ -66,18 +73,6 @@ def bindings(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# W's clock stops after the last write's LMDB transaction committed: LMDB's default commit
-# fsyncs the data and meta pages before it returns (ArcticDB's URI exposes no sync option).
-W_DURABILITY = "LMDB commit per write (fsynced before it returns; LMDB's default, no MDB_NOSYNC)"
-
-
-def lmdb_uri(path: Path, data_bytes: int) -> str:
-    """An LMDB URI whose map size (the most the environment may hold) is 4x the data's
-    Parquet-zstd bytes + 1 GB: ArcticDB's LZ4 segments take about 1.3x the Parquet bytes here.
-    The map is address space only; the file grows with what is written."""
-    return f"lmdb://{path}?map_size={math.ceil(4 * data_bytes / 1e9) + 1}GB"
-
-
 def load_query(path: Path) -> ModuleType:
     """Import ``queries/<ID>.py`` (not a valid module name, hence by file location)."""
     spec = importlib.util.spec_from_file_location(f"tickbench_arcticdb_query_{path.stem}", path)
@@ -88,65 +83,7 @@ def load_query(path: Path) -> ModuleType:
     return module
 
 
-def to_pandas(frame: pl.DataFrame) -> pd.DataFrame:
-    """A frame as ArcticDB stores it: indexed by ``ts`` as naive datetime64[ns] (UTC)."""
-    return frame.with_columns(pl.col("ts").dt.replace_time_zone(None)).to_pandas().set_index("ts")
-
-
-def write_symbol(lib: Library, symbol: str, chunks: Iterable[pl.DataFrame]) -> int:
-    """Write ``chunks`` (in time order) to ``symbol`` as ``CHUNK_ROWS``-row writes: the first
-    replaces the symbol, the rest append. Returns the rows written. A table with venues gets
-    the venues of each day as the symbol's metadata (:data:`~.layout.VENUES`), so that O-NBBO
-    knows which venues quote on a day without grouping the day's rows."""
-    venues: dict[str, set[str]] = {}
-    rows = 0
-    for part in _rechunk(_noting_venues(chunks, venues)):
-        if rows == 0:
-            lib.write(symbol, to_pandas(part), prune_previous_versions=True)
-        else:
-            lib.append(symbol, to_pandas(part), prune_previous_versions=True)
-        rows += part.height
-    if venues:
-        lib.write_metadata(symbol, {VENUES: {d: sorted(v) for d, v in sorted(venues.items())}},
-                           prune_previous_versions=True)
-    return rows
-
-
-def _noting_venues(chunks: Iterable[pl.DataFrame], venues: dict[str, set[str]]) -> Iterator[pl.DataFrame]:
-    for chunk in chunks:
-        if "exchange" in chunk.columns:
-            pairs = chunk.select(day=pl.col("ts").dt.date().cast(pl.Utf8), exchange=pl.col("exchange")).unique()
-            for day, exchange in pairs.iter_rows():
-                venues.setdefault(day, set()).add(exchange)
-        yield chunk
-
-
-def _rechunk(chunks: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
-    buffer: pl.DataFrame | None = None
-    for chunk in chunks:
-        buffer = chunk if buffer is None else pl.concat([buffer, chunk])
-        while buffer.height >= CHUNK_ROWS:
-            yield buffer.head(CHUNK_ROWS)
-            buffer = buffer.slice(CHUNK_ROWS)
-    if buffer is not None and buffer.height:
-        yield buffer
-
-
-def stored_rows(lib: Library, symbols: list[str]) -> int:
-    """Rows committed to ``symbols``, from their descriptions (read back from LMDB). The symbols
-    are named, not listed: ``list_symbols`` on a fresh library spends ~0.5 s compacting its
-    symbol-list journal."""
-    return sum(d.row_count for d in lib.get_description_batch(symbols))
-
-
-def lmdb_bytes(root: Path) -> dict[str, int]:
-    """Apparent and allocated bytes of every file under an LMDB root."""
-    files = [p for p in root.rglob("*") if p.is_file()]
-    return {"lmdb_dir": sum(p.stat().st_size for p in files),
-            "lmdb_dir_allocated": sum(p.stat().st_blocks * 512 for p in files)}
-
-
-class Adapter(Engine, BulkLoad, Storage, Ingest):
+class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest):
     ac: adb.Arctic | None = None
     store: Store | None = None
     ingest: IngestStore | None = None
@@ -180,8 +117,8 @@ class Adapter(Engine, BulkLoad, Storage, Ingest):
 
     def stop(self) -> None:
         # Dropping the last references closes the LMDB environment.
-        self.store = None
-        self.ac = None
+        self.store = self.market = None
+        self.ac = self.ac_market = None
 
     def _store(self) -> Store:
         if self.store is None:
@@ -218,6 +155,8 @@ class Adapter(Engine, BulkLoad, Storage, Ingest):
 
     def run_query(self, qid: str) -> pa.Table:
         fn: QueryFn = self._module(qid).query
+        if self.dataset.kind == MARKET:
+            return self.market_query(fn)
         return fn(self._store(), bindings(self.params.bindings())).to_arrow()
 
     def query_notes(self, qid: str) -> str:
@@ -324,7 +263,8 @@ class Adapter(Engine, BulkLoad, Storage, Ingest):
             "columns_per_segment": opts.columns_per_segment,
             "dynamic_schema": opts.dynamic_schema,
             "encoding_version": str(opts.encoding_version),
-            "layout": "one symbol per (table, instrument), ts index",
+            "layout": ("a library per table, one symbol per instrument, ts index" if self.dataset.kind == MARKET
+                       else "one symbol per (table, instrument), ts index"),
             "write_chunk_rows": CHUNK_ROWS,
             "ingest_prune_previous_versions": PRUNE,
         }

@@ -14,7 +14,9 @@ import datetime as dt
 import json
 import os
 import re
+import shutil
 import struct
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -258,6 +260,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime):
     # The open session's connection string (path and startup arguments).
     session_conn: str | None = None
     ingest_conn: str | None = None  # the ingest store's session connection string, while open
+    _links: Path | None = None  # where file() reads inputs through plain-named links (see file_glob)
     ingest_mode: str = "default"
     _ingest_readers: threading.local | None = None
     _ingest_open: list[Connection]  # every connection ingest_open and the readers opened
@@ -307,6 +310,9 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime):
             self.session.close()
             self.session = None
             self.session_conn = None
+        if self._links is not None and not self._links.is_relative_to(self.workdir):
+            shutil.rmtree(self._links, ignore_errors=True)
+        self._links = None
 
     def _sql(self, sql: str, params: dict[str, Any] | None = None, fmt: str = "CSV") -> Any:
         if self.session is None:
@@ -325,10 +331,17 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime):
         self._sql(CREATE_DB, {"db": db})
         self._sql(SCHEMA, {"db": db})
 
+    def _glob(self, files: list[Path]) -> str:
+        if self._links is None:
+            # the links' own directory must be free of glob characters too (a --out under /x[1])
+            self._links = (self.workdir / "links" if not set(str(self.workdir)) & GLOB_CHARS
+                           else Path(tempfile.mkdtemp(prefix="tickbench-chdb-links-")))
+        return file_glob(files, self._links)
+
     def _insert(self, db: str, table: str, fmt: str, files: list[Path]) -> int:
         """Insert ``files`` (one day's) with ClickHouse's own reader for ``fmt`` as one squashed
         block, so one part per partition; return their bytes."""
-        self._sql(INSERT_DAY, {"db": db, "table": table, "path": file_glob(files), "fmt": FORMATS[fmt]})
+        self._sql(INSERT_DAY, {"db": db, "table": table, "path": self._glob(files), "fmt": FORMATS[fmt]})
         return sum(f.stat().st_size for f in files)
 
     def _merge_split_days(self, db: str) -> None:
@@ -444,13 +457,13 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime):
         self._sql(CREATE_DB, {"db": db})
         nbytes = 0
         for table in TABLES:
-            args = {"db": db, "table": table, "path": file_glob(files[table]), "fmt": FORMATS[fmt]}
+            args = {"db": db, "table": table, "path": self._glob(files[table]), "fmt": FORMATS[fmt]}
             create = args
             if fmt == "csv" and not self.dataset.manifest.csv[table]["rows"]:
                 # A header-only CSV gives ClickHouse no row to infer types from: the empty
                 # Parquet file of the schema shapes the table instead.
                 empty = self.dataset.input_files(table, [], self.workdir)
-                create = {**args, "path": file_glob(empty), "fmt": FORMATS["parquet"]}
+                create = {**args, "path": self._glob(empty), "fmt": FORMATS["parquet"]}
             self._sql(BASELINE_CREATE, create)
             self._sql(SET_FSYNC, {"db": db, "table": table, "on": 1})
             self._sql(INSERT, args)
@@ -570,14 +583,24 @@ def clip(line: str) -> str:
     return line if len(line) <= PLAN_LINE else f"{line[:PLAN_LINE]} … ({len(line):,} characters)"
 
 
-def file_glob(files: list[Path]) -> str:
+def file_glob(files: list[Path], links: Path) -> str:
     """One ``file()`` path naming exactly ``files``: their common directory, then a ``{a,b,…}``
-    alternation of the relative paths (ClickHouse's file() takes one path, with globs)."""
+    alternation of the relative paths (ClickHouse's file() takes one path, with globs). A path
+    holding a glob character (a dataset under ``/data/run[1]``) has no escape there, so the
+    files are then read through symbolic links of plain names in a new directory under
+    ``links`` (the engine's own)."""
     if not files:
         raise ValueError("no input files")
-    for f in files:
-        if set(str(f)) & GLOB_CHARS:
-            raise ValueError(f"a file() path cannot contain glob characters: {f}")
+    if any(set(str(f)) & GLOB_CHARS for f in files):
+        links.mkdir(parents=True, exist_ok=True)
+        plain = Path(tempfile.mkdtemp(prefix="inputs-", dir=links))
+        if set(str(plain)) & GLOB_CHARS:
+            raise ValueError(f"a file() path cannot contain glob characters: {plain}")
+        named = []
+        for i, f in enumerate(files):
+            named.append(plain / f"{i:06d}{''.join(f.suffixes)}")
+            named[-1].symlink_to(f.resolve())
+        files = named
     if len(files) == 1:
         return str(files[0])
     root = Path(os.path.commonpath(files))

@@ -235,7 +235,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders):
                 if fmt == "csv":
                     path = self.dataset.csv_file(table)
                     nbytes += path.stat().st_size
-                    con.execute(f"CREATE TABLE {table} AS FROM read_csv('{path}')")
+                    con.execute(f"CREATE TABLE {table} AS FROM read_csv($path)", {"path": str(path)})
                 else:
                     files = self.dataset.input_files(table, [self.dataset.bulk_day], scratch)
                     nbytes += sum(f.stat().st_size for f in files)

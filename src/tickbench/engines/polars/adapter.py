@@ -35,9 +35,10 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from tickbench.data.dataset import Dataset, empty_frame
+from tickbench.data.dataset import MARKET, Dataset, empty_frame
 from tickbench.data.schema import SCHEMAS
 from tickbench.engines.base import Engine, EngineInfo
+from tickbench.engines.polars.market import PolarsMarket
 from tickbench.params import QueryParams
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -162,7 +163,7 @@ def load_query(path: Path) -> QueryFn:
     return fn
 
 
-class Adapter(Engine):
+class Adapter(PolarsMarket, Engine):
     persistent = False  # the frames live in the process: a restart loads again
 
     def __init__(self, info: EngineInfo, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
@@ -176,10 +177,10 @@ class Adapter(Engine):
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.store = None
+        self.store = self.market = None
 
     def stop(self) -> None:
-        self.store = None
+        self.store = self.market = None
 
     def load(self) -> int:
         """Read what ``HOLD`` names into RAM, one (table, sym, exchange) frame at a time."""
@@ -204,19 +205,24 @@ class Adapter(Engine):
             self.queries[qid] = load_query(self.info.query_file(qid))
         return self.queries[qid]
 
+    def _held(self) -> Any:
+        """What the queries read: the market tables on a market dataset, else the paper's."""
+        store = self.market if self.dataset.kind == MARKET else self.store
+        if store is None:
+            raise RuntimeError("Polars: nothing loaded since start()")
+        return store
+
     def run_query(self, qid: str) -> pa.Table:
-        if self.store is None:
-            raise RuntimeError("Polars: load() has not run since start()")
-        return self._query(qid)(self.store, bindings(self.params.bindings())).collect().to_arrow()
+        return self._query(qid)(self._held(), bindings(self.params.bindings())).collect().to_arrow()
 
     def explain(self, qid: str) -> str:
         """The optimized lazy plan Polars runs (``LazyFrame.explain``) on the held frames."""
-        if self.store is None:
-            raise RuntimeError("Polars: load() has not run since start()")
-        plan: str = self._query(qid)(self.store, bindings(self.params.bindings())).explain()
+        plan: str = self._query(qid)(self._held(), bindings(self.params.bindings())).explain()
         return plan
 
     def settings(self) -> dict[str, Any]:
+        if self.dataset.kind == MARKET:
+            return self.market_settings()
         return {
             "threads": pl.thread_pool_size(),
             "layout": "one frame per (table, sym, exchange), sorted by ts; time ranges by search_sorted",

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from tickbench import latency
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, MarketIngest, MarketReader, Server, capability
-from tickbench.market_params import MarketParams, session_ns
+from tickbench.market_params import MarketParams
 from tickbench.params import params_from_dict
 from tickbench.suites.stream.harness import Destination, Plan, Sink, Writers
 
@@ -46,10 +46,11 @@ KEYS = {"quotes": "seq", "trades": "trade_id"}
 
 
 class MarketReplay:
-    """Day ``day``'s quotes and trades merged in time order (each table by (ts, exchange, id)),
-    the first ``limit`` events; each table's replayed rows are a prefix of its own order."""
+    """Day D's quotes and trades merged in time order (each table by (ts, exchange, id)), the
+    first ``limit`` events; each table's replayed rows are a prefix of its own order."""
 
-    def __init__(self, ds: Dataset, day: str, limit: int) -> None:
+    def __init__(self, ds: Dataset, params: MarketParams, limit: int) -> None:
+        day = params.D
         read = {t: pa.concat_tables(pq.read_table(f) for f in ds.files(t, [day]))
                 .sort_by([("ts", "ascending"), ("exchange", "ascending"), (KEYS[t], "ascending")]) for t in TABLES}
         ts = np.concatenate([read[t].column("ts").cast(pa.int64()).to_numpy() for t in TABLES])
@@ -68,7 +69,7 @@ class MarketReplay:
             col = read[t].column("ts").cast(pa.int64()).to_numpy()
             self.ts[t] = col[:n]
             self.next_ts[t] = int(col[n]) if n < len(col) else None
-        open_ns, close_ns = session_ns(day)
+        open_ns, close_ns = params.calendar_session_ns(day)
         self.open_ns = open_ns
         ends = [n - 1 for n in self.next_ts.values() if n is not None]
         #: Every replayed row has ``ts <= end`` and every row of the day with ``ts <= end`` is replayed.
@@ -130,7 +131,7 @@ class Watermark:
 def probes(user: MarketParams, open_ns: int, upto: int) -> tuple[int, ...]:
     """The user's own probe times (their places in D's session) mapped into [open, upto], whole
     µs, distinct."""
-    close = session_ns(user.D)[1]
+    close = user.calendar_session_ns(user.D)[1]
     span = max(0, upto - open_ns)
     out = {open_ns + (span * (t - open_ns) // (close - open_ns)) // NS_PER_US * NS_PER_US for t in user.T}
     return tuple(sorted(out))
@@ -194,7 +195,7 @@ def ingest_cell(adapter: Engine, store: Path, rate: int | None, writers: int, se
     ingest = capability(adapter, MarketIngest)
     base = users[0]
     limit = MAX_EVENTS if rate is None else min(MAX_EVENTS, max(1, int(rate * seconds)))
-    replay = MarketReplay(adapter.dataset, base.D, limit)
+    replay = MarketReplay(adapter.dataset, base, limit)
     plan = Plan.build(replay.tables, replay.which, batch, writers)
     shutil.rmtree(store, ignore_errors=True)
     errors: list[str] = []

@@ -113,7 +113,7 @@ class Users:
         cache: dict[int, MarketParams] = self.ctx.shared.setdefault(SHARED_KEY, {}).setdefault("params", {})
         for i in range(users):
             if i not in cache:
-                cache[i] = self.base if i == 0 else user_params(self.base, self.ctx.ds.universe, self.ctx.seed, i)
+                cache[i] = self.base if i == 0 else user_params(self.ctx.ds, self.base, self.ctx.seed, i)
         return [cache[i] for i in range(users)]
 
     def expected(self, qid: str, user: int, p: MarketParams) -> pl.DataFrame:

@@ -1,0 +1,262 @@
+"""The market suite (SPEC §2.3) on ArcticDB: a library per table, a symbol per instrument.
+
+Layout, as a tick store on ArcticDB keeps ticks: in an LMDB directory of its own
+(``<workdir>/market``), the libraries ``market_quotes`` and ``market_trades`` hold one symbol per
+instrument (named by :func:`~tickbench.engines.arcticdb.layout.symbol_name`, which encodes a name
+ArcticDB's symbol keys cannot hold: names from data never become keys unchecked), indexed by
+``ts`` (naive datetime64[ns], UTC), every venue's rows of the 20 days in one time series, with the
+venues of each day as the symbol's metadata; ``market_instruments`` holds the instruments table as
+one symbol. Rows are ordered by the SPEC's own orders, quotes by ``(ts, exchange, seq)`` and
+trades by ``(ts, exchange, trade_id)`` (exchange as bytes), so a resample's ``first``/``last``, an
+as-of match's tie on ``ts`` and M-NBBO's steps all follow the stored order. A read names its
+instruments' symbols and a ``date_range`` (index-pruned to the segments of that span);
+aggregations ArcticDB has (``groupby``/``resample`` with sum, max, first, last, count) run in its
+QueryBuilder, the rest (as-of matching, the consolidated book, ``stddev``) in Polars.
+
+Query contract: ``queries/M-<ID>.py`` starts with a one-line docstring saying which part runs in
+ArcticDB and which in Polars, and defines::
+
+    def query(store: MarketStore, params: dict[str, Any]) -> pl.DataFrame
+
+``params`` are :func:`market_bindings` of the market parameters (each ``<span>_range`` the
+inclusive ``date_range`` of ``[<span>_start, <span>_end)``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import arcticdb as adb
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+from arcticdb import DataError, QueryBuilder, ReadRequest
+from arcticdb.version_store.library import Library
+
+from tickbench.data.dataset import MARKET, Dataset
+from tickbench.engines.arcticdb.layout import VENUES, split_symbol, symbol_name
+from tickbench.engines.arcticdb.writes import OPTIONS, W_DURABILITY, lmdb_bytes, lmdb_uri, write_symbol
+from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
+
+TABLES = ("quotes", "trades")
+LIBRARIES = {"quotes": "market_quotes", "trades": "market_trades", "instruments": "market_instruments"}
+ORDER = {"quotes": ["ts", "exchange", "seq"], "trades": ["ts", "exchange", "trade_id"]}
+NS = pd.Timedelta(1, "ns")
+
+
+def market_bindings(raw: dict[str, Any]) -> dict[str, Any]:
+    """The market parameters for ArcticDB: ``<span>_range = (start, end - 1 ns)`` for each
+    half-open ``[<span>_start, <span>_end)`` (``d``, ``w``, ``m``, ``vwab``; ``date_range``
+    includes both ends); times stay naive UTC, like the stored index."""
+    out = dict(raw)
+    for span in ("d", "w", "m", "vwab"):
+        out[f"{span}_range"] = (pd.Timestamp(raw[f"{span}_start"]), pd.Timestamp(raw[f"{span}_end"]) - NS)
+    return out
+
+
+@dataclass
+class MarketStore:
+    """What a market query file works with: a library per table and each instrument's symbol,
+    listed once at open; every read it makes is noted in :attr:`reads` (its plan)."""
+
+    libs: dict[str, Library]
+    symbols: dict[str, dict[str, str]]
+    reads: list[str] = field(default_factory=list)
+
+    @classmethod
+    def open(cls, ac: adb.Arctic) -> MarketStore:
+        libs = {t: ac.get_library(name) for t, name in LIBRARIES.items()}
+        symbols = {t: {split_symbol(s)[1]: s for s in libs[t].list_symbols()} for t in TABLES}
+        return cls(libs, symbols)
+
+    def syms(self, table: str) -> list[str]:
+        """Every instrument with a symbol in ``table``, sorted."""
+        return sorted(self.symbols[table])
+
+    def read(self, table: str, syms: Iterable[str], date_range: tuple[pd.Timestamp, pd.Timestamp],
+             columns: Sequence[str] | None = None, query: QueryBuilder | None = None) -> dict[str, pl.DataFrame]:
+        """One ``read_batch`` of the symbols of ``syms`` (an instrument without one is skipped)
+        over ``date_range``, with ``columns`` and ``query``: ``{sym: frame}`` (the index as ``ts``)."""
+        want = [s for s in dict.fromkeys(syms) if s in self.symbols[table]]
+        requests = [ReadRequest(self.symbols[table][s], date_range=date_range,
+                                columns=list(columns) if columns is not None else None, query_builder=query)
+                    for s in want]
+        out: dict[str, pl.DataFrame] = {}
+        for sym, item in zip(want, self.libs[table].read_batch(requests), strict=True):
+            if isinstance(item, DataError):
+                raise RuntimeError(f"ArcticDB read of {item.symbol} failed: {item.exception_string}")
+            out[sym] = item.data
+        rows = sum(f.height for f in out.values())
+        self.reads.append(f"{LIBRARIES[table]}: read_batch of {len(want)} symbols "
+                          f"[{', '.join(self.symbols[table][s] for s in want)}] date_range=[{date_range[0]}, "
+                          f"{date_range[1]}] columns={list(columns) if columns is not None else 'all'}"
+                          + (f" query_builder={query}" if query is not None else "") + f" -> {rows:,} rows")
+        return out
+
+    def frame(self, table: str, syms: Iterable[str], date_range: tuple[pd.Timestamp, pd.Timestamp],
+              columns: Sequence[str] | None = None, query: QueryBuilder | None = None,
+              schema: dict[str, Any] | None = None) -> pl.DataFrame:
+        """:meth:`read`'s frames stacked with the instrument as column ``sym`` (each in its
+        stored order); ``schema``: the columns (name: Polars type) of an empty answer."""
+        parts = [f.with_columns(sym=pl.lit(s, pl.String)) for s, f in self.read(table, syms, date_range, columns,
+                                                                                  query).items() if f.height]
+        if parts:
+            return pl.concat(parts, how="diagonal_relaxed")
+        return pl.DataFrame(schema={**(schema or {}), "sym": pl.String})
+
+    def venues(self, table: str, syms: Iterable[str], days: Sequence[str]) -> dict[str, int]:
+        """How many venues each instrument of ``syms`` has rows of on ``days``, from the metadata
+        written with its symbol (one batch of small reads)."""
+        want = [s for s in dict.fromkeys(syms) if s in self.symbols[table]]
+        metas = self.libs[table].read_metadata_batch([self.symbols[table][s] for s in want])
+        out = {}
+        for sym, meta in zip(want, metas, strict=True):
+            by_day = meta.metadata.get(VENUES, {}) if isinstance(meta.metadata, dict) else {}
+            out[sym] = len({v for d in days for v in by_day.get(d, [])})
+        return out
+
+
+class ArcticMarket(Market, MarketBulkLoad, MarketStorage):
+    """The market capabilities of the ArcticDB adapter."""
+
+    # Set by Engine.__init__ (the adapter's other base); the market suite's params are MarketParams.
+    workdir: Path
+    dataset: Dataset
+    params: Any
+    ac_market: adb.Arctic | None = None
+    market: MarketStore | None = None
+
+    @property
+    def market_root(self) -> Path:
+        return self.workdir / "market"
+
+    def _open_market(self, root: Path, days: Sequence[str]) -> tuple[adb.Arctic, dict[str, Library]]:
+        ac = adb.Arctic(lmdb_uri(root, self.dataset.sizes(days)["parquet_bytes"]),
+                        output_format="POLARS")
+        return ac, {t: ac.get_library(name, create_if_missing=True, library_options=OPTIONS)
+                    for t, name in LIBRARIES.items()}
+
+    def _market_store(self) -> MarketStore:
+        if self.market is None:
+            if not self.market_root.is_dir():
+                raise RuntimeError("ArcticDB: the market dataset is not loaded")
+            self.ac_market, _ = self._open_market(self.market_root, self.params.load_days())
+            self.market = MarketStore.open(self.ac_market)
+        return self.market
+
+    def _write_tables(self, libs: dict[str, Library],
+                      frames: dict[str, Iterable[pl.DataFrame]]) -> list[tuple[str, str]]:
+        """Write each table's frames (each a group of whole instruments, e.g. one block of the
+        dataset over the days) as one symbol per instrument, in the table's order; return the
+        (table, symbol) pairs written."""
+        written: list[tuple[str, str]] = []
+        for table, groups in frames.items():
+            seen: set[str] = set()
+            for group in groups:
+                ordered = group.sort("sym", *ORDER[table])
+                for (sym,), part in ordered.partition_by("sym", as_dict=True, include_key=False).items():
+                    if sym in seen:  # a symbol's write replaces it: an instrument must be in one group
+                        raise RuntimeError(f"instrument {sym!r} of {table} is in two blocks of the dataset")
+                    seen.add(str(sym))
+                    write_symbol(libs[table], symbol_name(table, str(sym)), [part])
+                    written.append((table, symbol_name(table, str(sym))))
+        return written
+
+    def _blocks(self, table: str, days: Sequence[str]) -> Iterable[pl.DataFrame]:
+        """``table`` over ``days`` a block of instruments at a time (the dataset's part files of
+        one rank range, every day of it): one block's month in memory, not the table's."""
+        groups: dict[tuple[int, ...], list[Path]] = defaultdict(list)
+        for entry in self.dataset.entries(table, days):
+            groups[tuple(entry.get("ranks") or ())].append(self.dataset.root / entry["path"])
+        for key in sorted(groups):
+            yield pl.read_parquet([str(p) for p in groups[key]])
+
+    def load_market(self) -> int:
+        """Write the instruments, then each table a block of instruments at a time, one symbol per
+        instrument in whole-segment writes (each an LMDB commit, fsynced)."""
+        days = self.params.load_days()
+        self.market = self.ac_market = None
+        shutil.rmtree(self.market_root, ignore_errors=True)
+        ac, libs = self._open_market(self.market_root, days)
+        instruments = self.dataset.instruments()
+        libs["instruments"].write("instruments", instruments.to_pandas())
+        written = self._write_tables(libs, {t: self._blocks(t, days) for t in TABLES})
+        rows = instruments.height + sum(libs[t].get_description(s).row_count for t, s in written)
+        # opened here, not at the first query: listing a fresh library's symbols compacts its journal
+        self.ac_market, self.market = ac, MarketStore.open(ac)
+        return rows
+
+    # -- M-W and M-SE ------------------------------------------------------------------------
+
+    def _day_source(self, fmt: str, table: str) -> tuple[pl.DataFrame, int]:
+        """Day D of ``table`` parsed from ``fmt``, and the input bytes read."""
+        schema = self.dataset.schema(table)
+        if fmt == "csv":
+            path = self.dataset.csv_file(table)
+            data = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(column_types=schema))
+            size = path.stat().st_size
+        else:
+            files = self.dataset.files(table, [self.params.D])
+            data = (pa.concat_tables(pq.read_table(f, schema=schema) for f in files) if files
+                    else schema.empty_table())
+            size = sum(f.stat().st_size for f in files)
+        frame = pl.from_arrow(data)
+        assert isinstance(frame, pl.DataFrame)
+        return frame, size
+
+    def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """tickbench's path: parse day D, split per instrument, write each in the store's order."""
+        root = scratch / f"market_w_{fmt}"
+        shutil.rmtree(root, ignore_errors=True)
+        ac, libs = self._open_market(root, [self.params.D])
+        sources = {t: self._day_source(fmt, t) for t in TABLES}
+        written = self._write_tables(libs, {t: [frame] for t, (frame, _) in sources.items()})
+        rows = sum(libs[t].get_description(s).row_count for t, s in written)
+        del ac
+        return LoadFigures(rows=rows, input_bytes=sum(n for _, n in sources.values()),
+                           detail={"symbols": len(written), "durability": W_DURABILITY})
+
+    def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """ArcticDB's plain path: one ``lib.write(table, df)`` per table, in time order."""
+        root = scratch / f"market_baseline_{fmt}"
+        shutil.rmtree(root, ignore_errors=True)
+        ac, libs = self._open_market(root, [self.params.D])
+        rows, nbytes = 0, 0
+        for table in TABLES:
+            frame, size = self._day_source(fmt, table)
+            nbytes += size
+            data = frame.sort("ts").to_pandas().set_index("ts")  # a written index must ascend
+            data.index = data.index.tz_convert(None)
+            libs[table].write(table, data)
+            rows += libs[table].get_description(table).row_count
+        del ac
+        return LoadFigures(rows=rows, input_bytes=nbytes, detail={"durability": W_DURABILITY})
+
+    def market_storage_bytes(self) -> dict[str, int]:
+        """M-SE: the market LMDB directory, which holds the loaded 20 days and nothing else."""
+        return lmdb_bytes(self.market_root)
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def market_query(self, fn: Any) -> pa.Table:
+        """Run a market query file's ``query`` on the market store."""
+        store = self._market_store()
+        store.reads.clear()
+        frame: pl.DataFrame = fn(store, market_bindings(self.params.bindings()))
+        return frame.to_arrow()
+
+    def explain(self, qid: str) -> str | None:
+        """On the market dataset, the reads ``qid`` made (library, symbols, date_range, columns,
+        QueryBuilder, rows returned): ArcticDB has no ``EXPLAIN``; these are what it was asked
+        to decode. None on the paper dataset, as before."""
+        if self.dataset.kind != MARKET:
+            return None
+        self.run_query(qid)  # type: ignore[attr-defined]
+        return "\n".join(self._market_store().reads)

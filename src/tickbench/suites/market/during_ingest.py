@@ -171,8 +171,10 @@ class DuringIngest:
         if figures["ingest_client_bound"]:
             notes.append("ingest client-bound: within 2× of the writers' ceiling")
         if r["written"] < r["planned"]:
+            why = ("the engine fell behind the target rate" if rate is not None
+                   else f"as fast as possible, the cell replays {seconds:g} s at most")
             notes.append(f"{r['planned'] - r['written']:,} of {r['planned']:,} events not sent within the cell's "
-                         "time: the engine fell behind the target rate")
+                         f"time: {why}")
         samples = [x for u in r["users"] for x in u["during"]] or [x for u in r["users"] for x in u["after"]]
         return ctx.make(bench, "ok", verified=True, samples_ns=samples, rows=r["written"], figures=figures,
                         notes="; ".join(notes))

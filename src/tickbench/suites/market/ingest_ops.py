@@ -40,6 +40,7 @@ MAX_EVENTS = 1_000_000  # events replayed in one cell at most
 CHECKPOINTS = 8  # the watermark a query binds is rounded down to a step of span / CHECKPOINTS
 VISIBLE_WAIT_S = 60.0  # after the writers, how long every acknowledged row may take to become visible
 BISECT_STEPS = 12
+NOOP_QUERIES = 1_000  # the users' no-op queries each at least (the harness's ceiling)
 NS_PER_US = 1_000
 TABLES = ("quotes", "trades")
 KEYS = {"quotes": "seq", "trades": "trade_id"}
@@ -237,7 +238,7 @@ def _noop_users(users: int, repetitions: int) -> dict[str, Any]:
 
     def user(i: int) -> None:
         together.wait()
-        for _ in range(repetitions):
+        for _ in range(max(repetitions, NOOP_QUERIES)):
             logs[i].time("after", noop)
 
     _threads(users, user)

@@ -57,6 +57,7 @@ def storage_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
 
 RSS_SAMPLE_S = 0.1  # how often the users' resident memory is sampled while they run
 NOOP_ANSWER = pa.table({"x": pa.array([], pa.int64())})
+NOOP_QUERIES = 1_000  # timed no-op queries per user at least: enough for a rate, not a start-up skew
 
 
 def user_engines(adapter: Engine, params: list[dict[str, Any]]) -> list[Engine]:
@@ -105,13 +106,16 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     ``warmup`` untimed then ``repetitions`` timed times (its next query once the last one's
     whole answer is in), all starting together once every client is open. Past ``budget_s`` a user
     starts no further query (it has run at least one timed). With ``noop`` the users call a
-    query that does nothing: the harness's own ceiling. Replies, per user, its timed latencies,
+    query that does nothing, at least :data:`NOOP_QUERIES` times each, keeping no answer: the
+    harness's own ceiling. Replies, per user, its timed latencies,
     the span of its timed queries and its distinct answers (every answer is kept until the
     users are done and checked by the runner), and the largest resident memory of this
     process and the engine's servers while they ran."""
     qid, noop = str(msg["qid"]), bool(msg.get("noop"))
     params: list[dict[str, Any]] = msg["users"]
     warmup, reps = int(msg["warmup"]), int(msg["repetitions"])
+    if noop:
+        reps = max(reps, NOOP_QUERIES)
     instances = [] if noop else user_engines(adapter, params)
     pids = sorted({os.getpid(), *(instances[0].memory_pids() if instances else [])})
     out: list[dict[str, Any]] = [{} for _ in params]
@@ -127,7 +131,7 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
         run = (lambda: NOOP_ANSWER) if noop else (lambda: instances[i].run_query(qid))
         answers: list[pa.Table] = []
         ns: list[int] = []
-        spans: list[tuple[int, int]] = []
+        first = last = 0
         stopped = False
         together.wait()
         deadline = perf() + int(float(msg["budget_s"]) * 1e9)
@@ -139,15 +143,16 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
                 t0 = perf()
                 table = run()
                 t1 = perf()
-                answers.append(table)
+                if not noop:
+                    answers.append(table)
                 if k >= warmup:
+                    first = first or t0
+                    last = t1
                     ns.append(t1 - t0)
-                    spans.append((t0, t1))
         except Exception as exc:
             out[i] = {"error": f"user {i}: {type(exc).__name__}: {exc}"}
             return
-        out[i] = {"ns": ns, "first_ns": spans[0][0] if spans else None, "last_ns": spans[-1][1] if spans else None,
-                  "stopped": stopped, "answers": answers}
+        out[i] = {"ns": ns, "first_ns": first, "last_ns": last, "stopped": stopped, "answers": answers}
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

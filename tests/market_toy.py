@@ -43,10 +43,18 @@ import pyarrow.parquet as pq
 
 from pathlib import Path
 
-from tickbench.engines.base import Engine, Market, MarketIngest, MarketReader, StreamSender, StreamTarget
+from tickbench.engines.base import (
+    Engine,
+    Market,
+    MarketIngest,
+    MarketReader,
+    SharedReaders,
+    StreamSender,
+    StreamTarget,
+)
 
 
-class Adapter(Engine, Market):
+class Adapter(Engine, Market, SharedReaders):
     con: duckdb.DuckDBPyConnection | None = None
     tables: ClassVar[dict[str, pa.Table]] = {}  # read once per process, shared by every connection
     lock: ClassVar[threading.Lock] = threading.Lock()
@@ -68,6 +76,9 @@ class Adapter(Engine, Market):
         self.con = duckdb.connect()
         for name, table in self._tables().items():
             self.con.register(name, table)
+
+    def start_shared(self) -> None:
+        self.start()  # a connection of its own over the shared tables: nothing is locked
 
     def stop(self) -> None:
         if self.con is not None:
@@ -220,7 +231,8 @@ def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymar
     (folder / "engine.toml").write_text(TOY_TOML.format(unsupported=declared))
     adapter = textwrap.dedent(TOY_ADAPTER)
     if ingest:
-        adapter = adapter.replace("class Adapter(Engine, Market):", "class _Base(Engine, Market):")
+        adapter = adapter.replace("class Adapter(Engine, Market, SharedReaders):",
+                                  "class _Base(Engine, Market, SharedReaders):")
         adapter += INGEST_ADAPTER.replace("(Adapter, MarketIngest)", "(_Base, MarketIngest)")
         adapter = adapter.replace('"IngestAdapter"', '"Adapter"').replace("class IngestAdapter(", "class Adapter(")
     (folder / "adapter.py").write_text(adapter)

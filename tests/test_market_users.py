@@ -54,7 +54,7 @@ def test_users_on_the_toy_engine_verify_each_user(market_tiny: Dataset, tmp_path
         assert all(u["n"] == 2 and u["p50_ms"] <= u["p99_ms"] <= u["max_ms"] for u in f["per_user"])
         assert f["queries"] == 2 * users and f["qps"] > 0 and f["spread"] >= 1
         assert f["ceiling_qps"] > 0 and isinstance(f["client_bound"], bool) and f["rss_peak_bytes"] > 0
-        assert "own open of the store" in f["model"]
+        assert "own read-only open of the store" in f["model"]
     # 20 users need 20 disjoint blocks of 10 instruments: the universe of 100 has room for 10
     refused = recs[users_id("M-VWAB-12D", 20)]
     assert refused.status == "not_applicable" and "at most 10 users" in refused.reason

@@ -15,7 +15,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from tickbench.engines.base import Engine, Market, MarketBulkLoad, MarketStorage, capability, open_shared
+from tickbench.engines.base import (
+    Engine,
+    Market,
+    MarketBulkLoad,
+    MarketStorage,
+    SharedReaders,
+    capability,
+    open_shared,
+)
 from tickbench.params import params_from_dict
 from tickbench.run.memory import tree_rss
 from tickbench.run.visibility import wait_settled, wait_visible
@@ -60,17 +68,25 @@ NOOP_ANSWER = pa.table({"x": pa.array([], pa.int64())})
 NOOP_QUERIES = 1_000  # timed no-op queries per user at least: enough for a rate, not a start-up skew
 
 
+def own_clients(engine: type[Engine]) -> bool:
+    """Whether each user opens a client of its own: a connection to a server, or a read-only
+    open of an embedded store that allows several (:class:`SharedReaders`). Otherwise (an
+    in-memory engine, or an embedded store its engine opens once per process, e.g. LMDB under
+    ArcticDB or chDB's session) the users are threads over the one open store."""
+    return engine.persistent and issubclass(engine, SharedReaders)
+
+
 def user_engines(adapter: Engine, params: list[dict[str, Any]]) -> list[Engine]:
-    """One client per user, each bound to its own parameters: for an in-memory engine a copy of
-    the adapter that shares its frames (immutable, so threads read them without a lock); for
-    any other a new adapter instance that opens the loaded store beside the others
-    (:func:`open_shared`: its own connection to a server, its own read-only open of an
-    embedded store). A user that cannot open its client ends them all, naming it."""
+    """One client per user, each bound to its own parameters (:func:`own_clients`): a new
+    adapter instance that opens the loaded store beside the others (:func:`open_shared`), or a
+    copy of the adapter that shares its open store and reads it from the user's thread. A user
+    that cannot open its client ends them all, naming it."""
     out: list[Engine] = []
+    own = own_clients(type(adapter))
     try:
         for i, raw in enumerate(params):
             p = params_from_dict(raw)
-            if not adapter.persistent:
+            if not own:
                 inst = copy.copy(adapter)
                 inst.set_params(p)
             else:
@@ -88,7 +104,8 @@ def user_engines(adapter: Engine, params: list[dict[str, Any]]) -> list[Engine]:
 
 
 def close_users(adapter: Engine, instances: list[Engine]) -> None:
-    if adapter.persistent:
+    """Close the users' own clients (a copy sharing the adapter's store closes nothing)."""
+    if own_clients(type(adapter)):
         for inst in instances:
             inst.stop()
 

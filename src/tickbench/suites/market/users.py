@@ -89,7 +89,7 @@ def model_of(engine: type[Engine]) -> str:
         return "threads, each with its own connection to the server"
     if issubclass(engine, SharedReaders):
         return "threads, each with its own read-only open of the store"
-    return "threads, each with its own open of the store"
+    return "threads over the engine's one open of the store (one per process), each with its own parameters"
 
 
 def percentile(sorted_ms: list[float], pct: float) -> float:

@@ -76,11 +76,12 @@ class Transports:
     def __init__(self, engine: Adapter) -> None:
         self.engine = engine
         self.http = http.client.HTTPConnection(engine.host, engine.ports["http"], timeout=3600)
-        self.pg = psycopg.connect(host=engine.host, port=engine.ports["pg"], user="admin", password="quest",
+        user, password = engine.credentials() or ("admin", "quest")  # the run's secret; QuestDB's default
+        self.pg = psycopg.connect(host=engine.host, port=engine.ports["pg"], user=user, password=password,
                                   dbname="qdb", autocommit=True)
 
     def get(self, path: str, query: dict[str, str]) -> bytes:
-        self.http.request("GET", path + "?" + urllib.parse.urlencode(query))
+        self.http.request("GET", path + "?" + urllib.parse.urlencode(query), headers=self.engine.http_auth())
         resp = self.http.getresponse()
         body = resp.read()
         if resp.status != 200:
@@ -125,7 +126,8 @@ def adbc_attempt(engine: Adapter, sql: str) -> str:
     try:
         import adbc_driver_postgresql.dbapi as adbc
 
-        uri = f"postgresql://admin:quest@{engine.host}:{engine.ports['pg']}/qdb"
+        user, password = engine.credentials() or ("admin", "quest")
+        uri = f"postgresql://{user}:{urllib.parse.quote(password, safe='')}@{engine.host}:{engine.ports['pg']}/qdb"
         with adbc.connect(uri) as conn, conn.cursor() as cur:
             cur.execute(sql)
             return f"ok, {cur.fetch_arrow_table().num_rows} rows"

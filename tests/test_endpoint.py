@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -243,6 +244,53 @@ def test_unreachable_endpoint_names_engine_and_endpoint(tiny_dir: Path, tmp_path
     assert f"questdb endpoint 127.0.0.1:{port}" in message, message
 
 
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A socket this test opens on 127.0.0.1 that accepts every connection and never says a
+    word (nor closes it), as a hung service or a port of another kind would."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.5)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:  # the timeout: look at stop again
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield int(server.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join(10)
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+@pytest.mark.parametrize("engine", ["questdb", "postgres", "influxdb"])
+def test_an_endpoint_that_never_answers_fails_with_one_line(engine: str, silent_port: int, tiny_dir: Path,
+                                                            tmp_path: Path) -> None:
+    """Connected, and no answer: the run stops (in about 10 s; the subprocess's own timeout
+    would fail the test if it hung) with a one-line error naming the engine and the endpoint."""
+    done = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--engines", engine,
+                           "--endpoint", f"{engine}=127.0.0.1:{silent_port}", "--data", str(tiny_dir),
+                           "--out", str(tmp_path / "run")],
+                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "250"}, timeout=120)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    lines = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert len(lines) == 1, done.stderr
+    assert f"{engine} endpoint 127.0.0.1:{silent_port}" in lines[0], lines[0]
+    assert "time" in lines[0].lower(), lines[0]  # timed out / timeout expired
+    assert not (tmp_path / "run" / "results.json").exists()
+
+
 def test_credentials_never_in_the_config_file(tmp_path: Path, tiny_dir: Path) -> None:
     config = tmp_path / "bad.toml"
     config.write_text('[endpoints.postgres]\nhost = "127.0.0.1"\nport = 5432\npassword = "hunter2"\n')
@@ -338,7 +386,7 @@ def test_questdb_endpoint_runs_verifies_refuses_and_drops(questdb: QuestDB, tiny
 def influxdb() -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     """influxd (the binary `tickbench install influxdb` built) started here: a temporary
     root, every listener on 127.0.0.1 and a free port."""
-    from tickbench.engines.influxdb.adapter import bin_dir
+    from tickbench.engines.influxdb.server import bin_dir
 
     binary = bin_dir() / "influxd"
     if not binary.is_file():
@@ -392,7 +440,7 @@ def test_influxdb_endpoint_runs_verifies_refuses_and_drops(influxdb: tuple[int, 
                       "--out", str(tmp_path / "run"), "--repetitions", "1")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     info = _check_results(tmp_path / "run", "influxdb", http, "no-secret-here-" + "x" * 8)
-    from tickbench.engines.influxdb.adapter import VERSION
+    from tickbench.engines.influxdb.server import VERSION
 
     assert info["endpoint"]["server_version"] == f"InfluxDB {VERSION}"
     assert "tickbench" not in _influx(http, "SHOW DATABASES")

@@ -3,6 +3,7 @@ stores as databases, parameters passed as ClickHouse text, memory from query_log
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.registry import adapter, adapter_class, availability, engine_infos
+from tickbench.market_params import MarketParams
 from tickbench.params import QueryParams
 
 pytestmark = pytest.mark.skipif(not availability("chdb").available, reason="chdb is not installed")
@@ -23,6 +25,8 @@ def test_param_text_is_what_clickhouse_parses() -> None:
         "['2022-06-18 00:00:00.000000', '2022-06-19 00:00:00.000000']")
     assert param_text("a\tb\nc\\") == "a\\tb\\nc\\\\"
     assert param_text(["it's"]) == "['it\\'s']"
+    assert param_text([3, -4]) == "[3, -4]"  # an Array(Int64) does not read quoted numbers
+    assert param_text([dt.date(2024, 1, 16)]) == "['2024-01-16']"
 
 
 def test_file_glob_names_exactly_the_files(tmp_path: Path) -> None:
@@ -134,3 +138,45 @@ def test_lookups_behind_empty_windows(tiny: Dataset, tiny_params: QueryParams, t
         engine.stop()
     assert isinstance(got_ot, pl.DataFrame) and isinstance(got_nbbo, pl.DataFrame)
     gaps.check(got_ot, got_nbbo)
+
+
+@pytest.mark.slow
+def test_market_store_w_se_and_hostile_baskets(market_tiny: Dataset, market_tiny_params: MarketParams,
+                                                tmp_path: Path) -> None:
+    engine = adapter("chdb", tmp_path / "engine", market_tiny, market_tiny_params)
+    engine.start()
+    try:
+        days = market_tiny_params.load_days()
+        rows = engine.load_market()  # type: ignore[attr-defined]
+        assert rows == len(market_tiny.instruments()) + sum(
+            r["rows"] for t in ("quotes", "trades") for r in market_tiny.entries(t, days))
+        parts = engine._sql(  # type: ignore[attr-defined]
+            "SELECT table, count() AS n FROM system.parts WHERE active AND database = 'tickbench' "
+            "GROUP BY table ORDER BY table", fmt="ArrowTable").to_pylist()
+        assert parts == [{"table": "instruments", "n": 1}, {"table": "quotes", "n": len(days)},
+                         {"table": "trades", "n": len(days)}]  # one part per day and table
+        # M-LAST reads each pair's last day from the projection, then those days alone
+        engine.run_query("M-LAST")
+        log = engine._last_query_log()  # type: ignore[attr-defined]
+        quotes = sum(r["rows"] for r in market_tiny.entries("quotes", days))
+        assert 0 < log["read_rows"] < quotes / 4
+
+        # names from the data are bound as array parameters, never written into the SQL
+        hostile = ["S001') OR 1=1 --", "x\\'y", "S001"]
+        engine.params = dataclasses.replace(market_tiny_params, B50=tuple(hostile))
+        asof = engine.run_query("M-ASOF")
+        assert asof.column("sym").to_pylist() in ([], ["S001"])
+
+        d_rows = sum(market_tiny.manifest.csv[t]["rows"] for t in ("quotes", "trades"))
+        for fmt in ("csv", "parquet"):
+            for _ in range(2):  # a repeated M-W replaces its store
+                mine = engine.market_bulk_load(fmt, tmp_path / "w")  # type: ignore[attr-defined]
+                base = engine.market_baseline_load(fmt, tmp_path / "w")  # type: ignore[attr-defined]
+                assert mine.rows == base.rows == d_rows
+                assert mine.detail["database"] == f"mw_{fmt}" and mine.detail["active_parts"] == 2
+
+        se = engine.market_storage_bytes()  # type: ignore[attr-defined]
+        assert next(iter(se)) == "parts_bytes_on_disk" and se["parts_bytes_on_disk"] > 0
+        assert se["active_parts"] == 1 + 2 * len(days) and se["merges_running"] == 0
+    finally:
+        engine.stop()

@@ -38,6 +38,7 @@ def test_a_short_count_while_the_shard_settles_is_asked_again(monkeypatch: pytes
     later (the flaky '502311 rows written but 497305 points read back'): only a count that is
     short with the shard settled before and after it is an error."""
     from tickbench.engines.influxdb import adapter as mod
+    from tickbench.engines.influxdb import load
 
     shard = {"settled": False}  # the snapshot finishes while the first count runs
 
@@ -45,7 +46,7 @@ def test_a_short_count_while_the_shard_settles_is_asked_again(monkeypatch: pytes
         shard["settled"] = True
         return 497_305
 
-    monkeypatch.setattr(mod, "settled", lambda root, db: shard["settled"])
+    monkeypatch.setattr(load, "settled", lambda root, db: shard["settled"])
     engine = object.__new__(mod.Adapter)
     engine.endpoint, engine.workdir, engine._expected = None, Path("/nonexistent"), {"se": 502_311}
     monkeypatch.setattr(engine, "_count", count, raising=False)
@@ -89,7 +90,7 @@ def test_lookback_header_binds_growing_windows_clamped_to_the_floor() -> None:
 
 
 def test_tied_trades_get_distinct_series() -> None:
-    from tickbench.engines.influxdb.adapter import line_batches
+    from tickbench.engines.influxdb.lineprotocol import line_batches
 
     ts = pl.Series([1, 1, 1, 2], dtype=pl.Int64).cast(pl.Datetime("ns", "UTC"))
     trades = pl.DataFrame({"ts": ts, "exchange": "X", "sym": "A,B", "side": "buy",
@@ -103,7 +104,7 @@ def test_tied_trades_get_distinct_series() -> None:
 @pytest.mark.server
 @needs_install
 def test_install_is_idempotent() -> None:
-    from tickbench.engines.influxdb.adapter import VERSION, bin_dir
+    from tickbench.engines.influxdb.server import VERSION, bin_dir
 
     cls = adapter_class("influxdb")
     before = {b: (bin_dir() / b).stat().st_mtime_ns for b in ("influxd", "influx")}
@@ -185,7 +186,8 @@ def test_se_measures_the_periods_shards_of_the_loaded_database(tiny: Dataset, ti
     """SE is measured on the loaded database, not on a second copy of the month: its daily
     shards of the 30-day period must come to what a database holding the period alone takes,
     without the multi-exchange day's shard, and a missing day of the period is an error."""
-    from tickbench.engines.influxdb.adapter import DB, du
+    from tickbench.engines.influxdb.load import du
+    from tickbench.engines.influxdb.server import DB
     from tickbench.run.visibility import wait_settled, wait_visible
 
     assert tiny_params.multi_day not in tiny_params.days("month")  # its shard must be left out
@@ -224,7 +226,7 @@ def test_lookback_rounds_find_the_newest_point_behind_gaps(tiny: Dataset, tiny_p
     covers all four rounds' requests."""
     import dataclasses
 
-    from tickbench.engines.influxdb.adapter import DB
+    from tickbench.engines.influxdb.server import DB
     from tickbench.run.visibility import wait_visible
 
     day = dt.datetime.fromisoformat(tiny_params.month[0]).replace(tzinfo=dt.UTC)
@@ -270,7 +272,7 @@ def test_o_s_takes_min_and_max_over_all_forty_prices(tiny: Dataset, tiny_params:
     own order each), and the answer must still be min(asks) − max(bids), within the tolerance."""
     import numpy as np
 
-    from tickbench.engines.influxdb.adapter import DB
+    from tickbench.engines.influxdb.server import DB
     from tickbench.run.visibility import wait_visible
     from tickbench.verify import compare, normalize
 
@@ -283,7 +285,7 @@ def test_o_s_takes_min_and_max_over_all_forty_prices(tiny: Dataset, tiny_params:
         book = book.with_columns(pl.DataFrame(np.take_along_axis(values, order, axis=1), schema=side))
     lowest = book.select(pl.min_horizontal(asks)).to_series()
     assert (book["a1price"] > lowest).sum() > 0.9 * book.height  # a1price alone would not verify
-    engine = adapter_class("influxdb")(workdir, tiny, tiny_params)
+    engine = adapter("influxdb", workdir, tiny, tiny_params)
     engine.start()
     try:
         engine._load_frames(DB, [("book", book)], book.height)  # type: ignore[attr-defined]
@@ -297,3 +299,57 @@ def test_o_s_takes_min_and_max_over_all_forty_prices(tiny: Dataset, tiny_params:
             .select("ts", spread=pl.min_horizontal(asks) - pl.max_horizontal(bids)).sort("ts"))
     assert want.height > 1000
     assert compare(normalize(got, want), want).ok
+
+
+def _influx_status(port: int, user: str | None, password: str = "") -> int:
+    import base64
+    import http.client
+
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    if user is not None:
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("POST", "/query", body=b"q=SHOW+DATABASES", headers=headers)
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    finally:
+        conn.close()
+
+
+@pytest.mark.server
+@needs_install
+def test_auth_is_enabled_with_the_runs_secret(tiny: Dataset, tiny_params: QueryParams, workdir: Path) -> None:
+    """auth-enabled, an admin with the run's random password: requests without credentials or
+    with a wrong password are refused (401), the secret works, also after a restart over the
+    same data; the data directory is the server's alone (0700)."""
+    import os
+    import pwd
+    import stat
+
+    from tickbench.engines.server import ensure_service_user
+
+    engine = adapter("influxdb", workdir, tiny, tiny_params)
+    engine.start()
+    try:
+        user, secret = engine.credentials()  # type: ignore[attr-defined]
+        assert len(secret) >= 24
+        port = engine.ports["http"]  # type: ignore[attr-defined]
+        assert _influx_status(port, None) == 401
+        assert _influx_status(port, user, secret + "x") == 401
+        assert _influx_status(port, "admin", "admin") == 401
+        assert _influx_status(port, user, secret) == 200
+        root: Path = engine.root  # type: ignore[attr-defined]
+        st = root.stat()
+        assert stat.S_IMODE(st.st_mode) == 0o700
+        service = ensure_service_user()
+        assert st.st_uid == (os.getuid() if service is None else pwd.getpwnam(service).pw_uid)
+        assert stat.S_IMODE(engine.secret_file.stat().st_mode) == 0o600  # type: ignore[attr-defined]
+        engine.stop()
+        engine.start()  # the admin the meta directory keeps, with the same secret
+        port = engine.ports["http"]  # type: ignore[attr-defined]
+        assert _influx_status(port, None) == 401
+        assert _influx_status(port, user, secret) == 200
+    finally:
+        engine.stop()

@@ -24,6 +24,7 @@ from tickbench.params import QueryParams
 psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL engine needs psycopg 3 (psycopg[binary])")
 
 from tickbench.engines.postgres import adapter as pg  # noqa: E402 - after the psycopg check
+from tickbench.engines.postgres.server import partition_name  # noqa: E402
 
 
 def _installed() -> str:
@@ -95,6 +96,28 @@ def test_stop_leaves_nothing_running(engine: Engine) -> None:
 
 
 @pytest.mark.server
+def test_data_directory_is_private_and_the_password_required(engine: Engine) -> None:
+    """pgdata is mode 0700, the servers' user's; the random superuser password is required (a
+    wrong one is refused on 127.0.0.1)."""
+    import os
+    import pwd
+    import stat
+
+    from tickbench.engines.server import ensure_service_user
+
+    root: Path = engine.root  # type: ignore[attr-defined]
+    st = root.stat()
+    assert stat.S_IMODE(st.st_mode) == 0o700
+    service = ensure_service_user()
+    assert st.st_uid == (os.getuid() if service is None else pwd.getpwnam(service).pw_uid)
+    password_file: Path = engine.password_file  # type: ignore[attr-defined]
+    assert stat.S_IMODE(password_file.stat().st_mode) == 0o600
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(host=LOOPBACK, port=engine.port, user="postgres", dbname="postgres",  # type: ignore[attr-defined]
+                        password=password_file.read_text() + "x", connect_timeout=30).close()
+
+
+@pytest.mark.server
 def test_restart_reopens_the_same_cluster(engine: Engine) -> None:
     conn = engine._conn()  # type: ignore[attr-defined]
     system_id = conn.execute("SELECT system_identifier FROM pg_control_system()").fetchone()[0]
@@ -127,13 +150,13 @@ def test_load_partitions_by_day_and_plans_keep_their_days(engine: Engine, tiny_p
     conn = engine._conn()  # type: ignore[attr-defined]
     days = tiny_params.load_days()
     for t in ("trades", "book"):
-        assert _partitions(conn, t) == sorted(pg.partition_name(t, d) for d in days)
+        assert _partitions(conn, t) == sorted(partition_name(t, d) for d in days)
     assert rows == sum(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("trades", "book"))
     # A week's and a day's queries keep only their days' partitions, at plan time; the top of
     # book is read from the covering index alone.
-    week = {pg.partition_name("book", d) for d in tiny_params.days("week")}
+    week = {partition_name("book", d) for d in tiny_params.days("week")}
     for qid, kept in (("O-V1", week), ("C-VO2", week),
-                      ("C-VO1", {pg.partition_name("book", tiny_params.day)})):
+                      ("C-VO1", {partition_name("book", tiny_params.day)})):
         plan = engine.explain(qid) or ""
         assert set(re.findall(r"book_\d{8}", plan)) == kept, (qid, plan)
         assert "Index Only Scan using book_" in plan and "Heap Fetches: 0" in plan, (qid, plan)
@@ -145,13 +168,13 @@ def test_load_partitions_by_day_and_plans_keep_their_days(engine: Engine, tiny_p
     assert nested and all(1 <= len(set(re.findall(r"book_\d{8}", n))) <= 2 for n in nested), plan
     # SE is the month's partitions: every loaded day but the multi-exchange one.
     se = engine.storage_bytes()
-    month = [pg.partition_name(t, d) for t in ("trades", "book") for d in tiny_params.days("month")]
+    month = [partition_name(t, d) for t in ("trades", "book") for d in tiny_params.days("month")]
     assert se["total_relation_size"] == sum(conn.execute("SELECT pg_total_relation_size(%s::regclass)",
                                                          [p]).fetchone()[0] for p in month)
     assert se["heap_and_toast"] + se["indexes"] == se["total_relation_size"] > 0
 
 
 def test_partition_names_are_dates_only() -> None:
-    assert pg.partition_name("book", "2022-06-18") == "book_20220618"
+    assert partition_name("book", "2022-06-18") == "book_20220618"
     with pytest.raises(ValueError):
-        pg.partition_name("book", "2022-06-18; DROP TABLE book")
+        partition_name("book", "2022-06-18; DROP TABLE book")

@@ -5,18 +5,21 @@ figures."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import polars as pl
 import psutil
 import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, EngineUnavailable
 from tickbench.engines.registry import adapter, adapter_class
+from tickbench.market_params import MarketParams, iso_ns
 from tickbench.params import QueryParams
 from tickbench.run.visibility import wait_visible
 
@@ -34,7 +37,7 @@ needs_server = pytest.mark.skipif(_installed() is not None, reason=str(_installe
 
 
 def test_bind_writes_quoted_literals() -> None:
-    from tickbench.engines.questdb.adapter import bind
+    from tickbench.engines.questdb.schema import bind
 
     sql = "WHERE sym = $sym AND ts >= $day_start AND ts < $day_end"
     out = bind(sql, {"sym": "it's", "day_start": dt.datetime(2022, 6, 18),
@@ -44,12 +47,22 @@ def test_bind_writes_quoted_literals() -> None:
     with pytest.raises(KeyError):
         bind("$nope", {})
     with pytest.raises(TypeError):
-        bind("$ot_times", {"ot_times": [dt.datetime(2022, 6, 18)]})
+        bind("$ot_times", {"ot_times": [1.5]})
+
+
+def test_bind_writes_lists_dates_and_hostile_names_as_literals() -> None:
+    from tickbench.engines.questdb.adapter import bind
+
+    names = ["S0001", "x'); DROP TABLE quotes; --", "back\\slash'"]
+    out = bind("sym IN ($b50_syms) AND day = $days_1 AND n IN ($ids) AND s = $b50_syms_2 AND e IN ($none)",
+               {"b50_syms": names, "days": [dt.date(2024, 1, 2), dt.date(2024, 1, 3)], "ids": [3, -4], "none": []})
+    assert out == ("sym IN ('S0001', 'x''); DROP TABLE quotes; --', 'back\\slash''') AND day = '2024-01-03' "
+                   "AND n IN (3, -4) AND s = 'back\\slash''' AND e IN (NULL)")
 
 
 def test_imp_schema_follows_schema_sql() -> None:
     from tickbench.data.schema import SCHEMAS
-    from tickbench.engines.questdb.adapter import TS_PATTERN, imp_schema
+    from tickbench.engines.questdb.schema import TS_PATTERN, imp_schema
 
     for table, schema in SCHEMAS.items():
         columns = imp_schema(table)
@@ -109,7 +122,7 @@ def _listening(pid: int) -> list[tuple[str, int]]:
 @needs_server
 @pytest.mark.server
 def test_install_is_idempotent() -> None:
-    from tickbench.engines.questdb.adapter import VERSION, jar_path
+    from tickbench.engines.questdb.server import VERSION, jar_path
 
     cls = adapter_class("questdb")
     before = jar_path().stat().st_mtime_ns
@@ -151,7 +164,7 @@ def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: Query
     assert engine.run_query("O-T").num_rows == len(tiny_params.ot_times)
 
     # O-S comes as Parquet from /exp; its server time is its span in QuestDB's export log.
-    from tickbench.engines.questdb.adapter import PARQUET_ANSWERS
+    from tickbench.engines.questdb.server import PARQUET_ANSWERS
 
     assert "O-S" in PARQUET_ANSWERS
     answer = engine.run_query("O-S")
@@ -183,3 +196,123 @@ def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: Query
     assert se["bytes_on_disk"] == se["partitions"] + se["table_files"]
     assert 0 < se["table_files"] < se["partitions"] / 10  # writers released: files trimmed
     assert engine.run_query("O-B2").num_rows == 3  # W left the query tables alone
+
+
+@pytest.fixture
+def market_engine(workdir: Path, market_tiny: Dataset, market_tiny_params: MarketParams) -> Iterator[Engine]:
+    e = adapter("questdb", workdir, market_tiny, market_tiny_params)
+    e.start()
+    try:
+        yield e
+    finally:
+        e.stop()
+
+
+def _http_status(port: int, headers: dict[str, str]) -> int:
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("GET", "/exec?query=select%201", headers=headers)
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    finally:
+        conn.close()
+
+
+def _basic(user: str, password: str) -> dict[str, str]:
+    import base64
+
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def _pg_answers(port: int, user: str, password: str) -> bool:
+    import psycopg
+
+    try:
+        with psycopg.connect(host="127.0.0.1", port=port, user=user, password=password, dbname="qdb",
+                             connect_timeout=30) as conn:
+            return conn.execute("select 1").fetchone() == (1,)
+    except psycopg.OperationalError:
+        return False
+
+
+@needs_server
+@pytest.mark.server
+@pytest.mark.slow
+def test_market_load_hostile_baskets_and_m_se(market_engine: Engine, market_tiny: Dataset,
+                                              market_tiny_params: MarketParams) -> None:
+    from tickbench.engines.base import Market, MarketStorage
+
+    engine = market_engine
+    days = market_tiny_params.load_days()
+    expected = sum(r["rows"] for r in market_tiny.manifest.partitions
+                   if r["day"] in days and r["table"] in ("quotes", "trades"))
+    assert isinstance(engine, Market) and isinstance(engine, MarketStorage)
+    assert engine.load_market() == expected + market_tiny.instruments().height
+    wait_visible(engine)
+
+    # Rows of one ts are stored in the load's (ts, exchange, seq) order, so LATEST ON (and ASOF
+    # JOIN, first/last) take the greatest seq among a venue's quotes of one ts.
+    from tickbench.engines.questdb.schema import bind
+
+    quotes = pl.read_parquet(market_tiny.files("quotes", [market_tiny_params.D]))
+    tie = (quotes.group_by("ts", "exchange", "sym").agg(pl.col("seq").max(), n=pl.len())
+           .filter(pl.col("n") > 1).with_columns(pl.col("ts").cast(pl.Int64)).row(0, named=True))
+    at = {"ts": iso_ns(tie["ts"]), "exchange": tie["exchange"], "sym": tie["sym"],
+          "d_start": dt.datetime.fromisoformat(market_tiny_params.D)}
+    run = engine._exec  # type: ignore[attr-defined]
+    stored = [r[0] for r in run(bind("SELECT seq FROM quotes WHERE ts = $ts AND exchange = $exchange "
+                                     "AND sym = $sym", at))["dataset"]]
+    assert stored == sorted(stored) and len(stored) == tie["n"]
+    latest = run(bind("SELECT seq FROM quotes WHERE ts >= $d_start AND ts <= $ts AND sym = $sym "
+                      "AND exchange = $exchange LATEST ON ts PARTITION BY sym, exchange", at))
+    assert latest["dataset"] == [[tie["seq"]]]
+
+    # Basket names are data: bound as quoted literals, they match only themselves.
+    real = market_tiny_params.B[0]
+    hostile = [real, "x') OR 1=1 --", "S1'; DROP TABLE quotes; --", "back\\slash'", "é"]
+    engine.params = dataclasses.replace(market_tiny_params, B=tuple(hostile))
+    answer = engine.run_query("M-HIBID-D")
+    assert answer.column("sym").to_pylist() == [real]
+    engine.params = market_tiny_params
+    assert engine.run_query("M-HIBID-D").num_rows == len(market_tiny_params.B)  # quotes is still there
+
+    se = engine.market_storage_bytes()
+    assert next(iter(se)) == "bytes_on_disk" and se["bytes_on_disk"] == se["partitions"] + se["table_files"]
+    assert se["partitions"] > 0
+    assert engine.run_query("M-TOPN").num_rows == 20  # the restart kept the loaded days
+
+
+def test_http_and_pg_wire_require_the_runs_secret(engine: Engine) -> None:
+    """QuestDB's default admin/quest, no credentials, and a wrong password are refused on both
+    ports; the random secret of the run works; the data directory is the server's alone."""
+    import os
+    import pwd
+    import stat
+
+    from tickbench.engines.server import ensure_service_user
+
+    ports: dict[str, int] = engine.ports  # type: ignore[attr-defined]
+    user, secret = engine.credentials()  # type: ignore[attr-defined]
+    assert user != "admin" and secret != "quest" and len(secret) >= 24
+    assert _http_status(ports["http"], {}) == 401
+    assert _http_status(ports["http"], _basic("admin", "quest")) == 401
+    assert _http_status(ports["http"], _basic(user, secret + "x")) == 401
+    assert _http_status(ports["http"], _basic(user, secret)) == 200
+    assert not _pg_answers(ports["pg"], "admin", "quest")
+    assert not _pg_answers(ports["pg"], user, secret + "x")
+    assert _pg_answers(ports["pg"], user, secret)
+    # The data directory (its server.conf holds the secret): mode 0700, the servers' user's.
+    root: Path = engine.root  # type: ignore[attr-defined]
+    st = root.stat()
+    assert stat.S_IMODE(st.st_mode) == 0o700
+    service = ensure_service_user()
+    assert st.st_uid == (os.getuid() if service is None else pwd.getpwnam(service).pw_uid)
+    assert stat.S_IMODE(engine.secret_file.stat().st_mode) == 0o600  # type: ignore[attr-defined]
+    # A second start over the same working directory keeps the secret (the server's state may hold it).
+    engine.stop()
+    engine.start()
+    assert engine.credentials() == (user, secret)  # type: ignore[attr-defined]
+    assert _http_status(engine.ports["http"], _basic(user, secret)) == 200  # type: ignore[attr-defined]

@@ -48,6 +48,7 @@ import ctypes
 import json
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
@@ -71,6 +72,10 @@ LOOPBACK = "127.0.0.1"
 # disk or a loaded machine); when unset, each adapter's own limit applies.
 START_TIMEOUT_ENV = "TICKBENCH_START_TIMEOUT"
 PORTS_FILE = "server.ports"  # in the working directory: the running server's ports, for start_shared
+# Seconds an external endpoint has for its first answer (the connection and the readiness check):
+# a port of another service, or one that accepts and says nothing, fails then, naming the
+# endpoint, instead of hanging the run.
+ENDPOINT_TIMEOUT_S = 10.0
 
 
 def tools_dir() -> Path:
@@ -457,8 +462,9 @@ class ServerEngine(Engine, SharedReaders, Server):
 
     ``start()`` runs: ``probe()``; the service user, and a check that it reaches the working
     directory and :meth:`reachable`; free ports named by :attr:`port_names`; :meth:`prepare`
-    (the adapter writes its config and returns the server's argv); the data directory
-    :attr:`root` given to the service user; the server started and polled with :meth:`ready`;
+    (the adapter writes its config and returns the server's argv, with the random password of
+    :attr:`secret_user` when it names one, :meth:`secret`); the data directory :attr:`root`
+    made private (mode 0700) and given to the service user; the server started and polled with :meth:`ready`;
     the ports written to the port file; :meth:`connect`. ``start_shared()`` reads the port file
     of the server another worker started over the same working directory and only
     :meth:`connect`\\ s; ``stop()`` then ends nothing.
@@ -481,6 +487,9 @@ class ServerEngine(Engine, SharedReaders, Server):
     memory_children: ClassVar[bool] = False
     #: The file in an ingest store's directory that says which tables of this server are its own.
     ingest_marker: ClassVar[str] = "server-ingest.json"
+    #: The user a server tickbench starts is made to require, with a random password per working
+    #: directory (:meth:`secret`); ``None``: the adapter secures its server otherwise (PostgreSQL).
+    secret_user: ClassVar[str | None] = None
     #: External endpoints: where tickbench's tables go by default, and what kind of namespace
     #: that is (for messages: "schema", "table prefix", "database").
     namespace_default: ClassVar[str] = "tickbench"
@@ -590,13 +599,40 @@ class ServerEngine(Engine, SharedReaders, Server):
         """The version the running server reports (a query), for an external endpoint."""
         raise NotImplementedError
 
-    def http_auth(self) -> dict[str, str]:
-        """HTTP basic authentication for an external endpoint with a user (the password from
-        the environment variable the endpoint names); no header otherwise."""
+    @property
+    def secret_file(self) -> Path:
+        """The password of :attr:`secret_user`, in the working directory (mode 0600): read by
+        every client of this server, those of other processes (``start_shared``) too."""
+        return self.workdir / f"{self.server_name}.secret"
+
+    def secret(self) -> str:
+        """The password a server tickbench started requires of :attr:`secret_user`."""
+        return self.secret_file.read_text()
+
+    def _make_secret(self) -> None:
+        """A random password for :attr:`secret_user`, kept for the working directory's life: a
+        restart over the same data (a server-wide setting, the durability suite's recovery)
+        keeps the user the server stored."""
+        if self.secret_user is None or self.secret_file.exists():
+            return
+        fd = os.open(self.secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(24))
+
+    def credentials(self) -> tuple[str, str] | None:
+        """The user and password this adapter's clients send: the endpoint's (the password from
+        the environment variable it names), or the secret of a server tickbench started."""
         endpoint = self.endpoint
-        if endpoint is None or endpoint.user is None:
+        if endpoint is not None:
+            return None if endpoint.user is None else (endpoint.user, endpoint.password() or "")
+        return None if self.secret_user is None else (self.secret_user, self.secret())
+
+    def http_auth(self) -> dict[str, str]:
+        """HTTP basic authentication with :meth:`credentials`; no header without them."""
+        creds = self.credentials()
+        if creds is None:
             return {}
-        token = base64.b64encode(f"{endpoint.user}:{endpoint.password() or ''}".encode()).decode()
+        token = base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
         return {"Authorization": f"Basic {token}"}
 
     def disconnect(self) -> None:
@@ -630,8 +666,13 @@ class ServerEngine(Engine, SharedReaders, Server):
             check_reachable(path, user, self.server_name)
         timeout = start_timeout(self.start_timeout)  # a bad $TICKBENCH_START_TIMEOUT before any start
         self.ports = free_ports(self.port_names, self.port_env)
+        self._make_secret()
+        if self.secret_user is not None:  # private before prepare() writes the secret into its config
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.root.chmod(0o700)
         argv = self.prepare(user)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.root.chmod(0o700)  # the data, and the server's config with its secret, are the server's alone
         chown_tree(self.root, user)
         server = self.server = ServerProcess(self.server_name, argv, log=self.log_file, user=user, cwd=self.root)
         server.start()
@@ -657,7 +698,8 @@ class ServerEngine(Engine, SharedReaders, Server):
                 raise EngineUnavailable("it does not answer")
         except Exception as exc:
             self.attached = False
-            raise EngineUnavailable(f"{endpoint.describe()} cannot be used: {type(exc).__name__}: {exc}; "
+            reason = " ".join(str(exc).split())  # one line: a client library's message may hold line breaks
+            raise EngineUnavailable(f"{endpoint.describe()} cannot be used: {type(exc).__name__}: {reason}; "
                                     f"check the host, the port and the credentials "
                                     f"({where_password(endpoint)})") from exc
         try:

@@ -40,6 +40,7 @@ from tickbench.engines.base import (
     StreamSender,
     StreamTarget,
 )
+from tickbench.engines.chdb.market import ChdbMarket
 
 HERE = Path(__file__).parent
 SCHEMA = (HERE / "schema.sql").read_text()
@@ -56,7 +57,7 @@ CONFIG = """<clickhouse>
 </clickhouse>
 """
 DB = "tickbench"
-PARAM = re.compile(r"\{([a-z_]+):")
+PARAM = re.compile(r"\{([a-z_][a-z0-9_]*):")
 GLOB_CHARS = set("{},*?[]")
 # The session's startup arguments besides the config file: session_timezone=UTC, as chDB
 # ignores the config's <timezone> and the baseline's inferred DateTime64 has no zone;
@@ -251,7 +252,7 @@ def ipc_stream(batch: pa.Table) -> bytes:
     return bytes(sink.getvalue())
 
 
-class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime):
+class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ChdbMarket):
     session: Session | None = None
     # True while the session's last statement was a benchmark query (see query_memory_bytes).
     _query_last: bool = False
@@ -616,9 +617,11 @@ def param_text(value: Any) -> str:
     """A query parameter as the text ClickHouse parses for its declared type: chDB passes
     values as text and writes neither datetimes nor lists the way ClickHouse reads them.
     Datetimes (naive UTC) become ``YYYY-MM-DD hh:mm:ss.ffffff``, lists ``['…', …]``, and a
-    string is escaped as ClickHouse's escaped text format wants (backslash, tab, newline)."""
+    string is escaped as ClickHouse's escaped text format wants (backslash, tab, newline).
+    Integers in a list stay bare (an ``Array(Int64)`` does not read quoted numbers)."""
     if isinstance(value, dt.datetime):
         return value.isoformat(sep=" ", timespec="microseconds")
     if isinstance(value, list):
-        return "[" + ", ".join("'" + param_text(v).replace("'", "\\'") + "'" for v in value) + "]"
+        return "[" + ", ".join(str(v) if isinstance(v, int) and not isinstance(v, bool)
+                               else "'" + param_text(v).replace("'", "\\'") + "'" for v in value) + "]"
     return str(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")

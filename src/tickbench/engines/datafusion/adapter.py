@@ -21,10 +21,12 @@ import pyarrow as pa
 from datafusion import DataFrame, SessionConfig, SessionContext, col
 from datafusion.dataframe import DataFrameWriteOptions, ParquetColumnOptions, ParquetWriterOptions
 
+from tickbench.data.dataset import MARKET
 from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import BulkLoad, Engine, LoadFigures, SharedReaders, Storage
+from tickbench.engines.datafusion.market import DataFusionMarket, register_market
 
-PARAM = re.compile(r"\$([a-z_]+)")
+PARAM = re.compile(r"\$([a-z][a-z0-9_]*)")
 SORT_KEY = ("sym", "exchange", "ts")
 PART_FILE = "part-0.parquet"
 # Rows per row group: at SF 1 a day's book holds about 1.1 M rows, so a row group is a few hours
@@ -112,7 +114,7 @@ def write_day(ctx: SessionContext, source: DataFrame, dest: Path) -> None:
     fsync_path(dest.parent)
 
 
-class Adapter(Engine, BulkLoad, Storage, SharedReaders):
+class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
     ctx: SessionContext | None = None
 
     @classmethod
@@ -137,7 +139,10 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders):
         """A session with the store's tables registered (a listing table lists its files when
         it is registered, and the session's runtime caches that listing)."""
         ctx = session()
-        register_store(ctx, self.store)
+        if self.dataset.kind == MARKET:
+            register_market(ctx, self.market_store)  # the market suite's tables (market.py)
+        else:
+            register_store(ctx, self.store)
         return ctx
 
     def start_shared(self) -> None:

@@ -23,9 +23,10 @@ from tickbench.engines.base import (
     StreamSender,
     StreamTarget,
 )
+from tickbench.engines.duckdb.market import DuckDBMarket
 
 SCHEMA = (Path(__file__).parent / "schema.sql").read_text()
-PARAM = re.compile(r"\$([a-z_]+)")
+PARAM = re.compile(r"\$([a-z][a-z0-9_]*)")
 # The layout the queries rely on: row groups in this order, so zone maps prune by instrument
 # and time. Every store (the query store, W's, SE's) is built in it, inside the clock.
 SORT_KEY = "sym, exchange, ts"
@@ -124,7 +125,7 @@ class _ArrowTarget(StreamTarget):
         return _ArrowSender(self.con.cursor())
 
 
-class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders):
+class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
     # Concurrency clients are processes, each opening the file read-only (start_shared).
     con: duckdb.DuckDBPyConnection | None = None
     ingest: duckdb.DuckDBPyConnection | None = None

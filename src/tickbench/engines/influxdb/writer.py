@@ -18,13 +18,15 @@ class Session:
     """One keep-alive HTTP connection to influxd, used by one thread at a time. A request that
     fails raises; it is never sent again (http.client reconnects only for the next request)."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, auth: dict[str, str] | None = None) -> None:
+        #: ``auth``: headers every request carries (the server's basic authentication).
         self.conn = http.client.HTTPConnection(LOOPBACK, port, timeout=None)
+        self.auth = auth or {}
 
     def request(self, method: str, path: str, body: bytes | None = None,
                 headers: dict[str, str] | None = None) -> tuple[int, bytes]:
         try:
-            self.conn.request(method, path, body=body, headers=headers or {})
+            self.conn.request(method, path, body=body, headers={**self.auth, **(headers or {})})
             resp = self.conn.getresponse()
             return resp.status, resp.read()
         except BaseException:
@@ -80,8 +82,8 @@ class LineTarget(StreamTarget):
     in_process = True
     path = "line protocol formatted before the clock, one POST /write per payload on kept-alive HTTP, writer threads"
 
-    def __init__(self, port: int, db: str, ties: Ties) -> None:
-        self.port, self.ties = port, ties
+    def __init__(self, port: int, db: str, ties: Ties, auth: dict[str, str] | None = None) -> None:
+        self.port, self.ties, self.auth = port, ties, auth or {}
         self.write_path = f"/write?db={db}&precision=ns"
 
     def encode(self, table: str, batch: pa.Table) -> Any:
@@ -92,8 +94,8 @@ class LineTarget(StreamTarget):
         return data
 
     def connect(self) -> StreamSender:
-        return LineSender(Session(self.port), self.write_path)
+        return LineSender(Session(self.port, self.auth), self.write_path)
 
     def connect_sink(self, host: str, port: int) -> StreamSender | None:
         # The sink answers any POST with 204, as /write does: the same sender and payloads.
-        return LineSender(Session(port), self.write_path)
+        return LineSender(Session(port, self.auth), self.write_path)

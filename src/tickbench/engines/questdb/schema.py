@@ -11,7 +11,7 @@ from typing import Any
 from tickbench.data.schema import SCHEMAS, TABLES
 
 SYMBOLS = {"trades": ["exchange", "sym", "side"], "book": ["exchange", "sym"]}
-PARAM = re.compile(r"\$([a-z]+(?:_[a-z]+)*(?:_[0-9]+)?)")
+PARAM = re.compile(r"\$([a-z][a-z0-9]*(?:_[a-z][a-z0-9]*)*(?:_[0-9]+)?)")
 CREATE = re.compile(r"CREATE TABLE (\w+)")
 COLUMN = re.compile(r"^\s+(\w+) (TIMESTAMP_NS|SYMBOL|DOUBLE|LONG)\b", re.MULTILINE)
 # The ingest store's tables, in the server's one namespace beside the loaded ones (QuestDB has
@@ -53,23 +53,30 @@ def bind(sql: str, bindings: dict[str, Any]) -> str:
 
     QuestDB's HTTP endpoints take no bind variables, so the run's parameters are written into
     the text: a datetime as an ISO-8601 UTC timestamp string (QuestDB compares it with a
-    timestamp column, and uses it for interval scans), a string quoted with ``'`` doubled;
-    ``$name_N`` is item N of the list ``bindings[name]``.
+    timestamp column, and uses it for interval scans), a date as its ISO text, a string quoted
+    with ``'`` doubled (QuestDB's only escape: a backslash is an ordinary character), an int as
+    its digits; ``$name`` of a list is its items' literals joined by commas (for ``IN (…)``;
+    ``NULL`` when empty, which matches nothing), and ``$name_N`` is item N of the list.
     """
 
     # A list binding's items are $name_0, $name_1, … (the probe times of an unrolled query).
     flat = {**bindings, **{f"{k}_{i}": v for k, vs in bindings.items() if isinstance(vs, list)
                            for i, v in enumerate(vs)}}
 
-    def literal(match: re.Match[str]) -> str:
-        value = flat[match.group(1)]
+    def literal(value: Any, name: str) -> str:
+        if isinstance(value, list):
+            return ", ".join(literal(v, name) for v in value) or "NULL"
         if isinstance(value, dt.datetime):
             return "'" + value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") + "'"
+        if isinstance(value, dt.date):
+            return "'" + value.isoformat() + "'"
         if isinstance(value, str):
             return "'" + value.replace("'", "''") + "'"
-        raise TypeError(f"${match.group(1)}: no QuestDB literal for {type(value).__name__}")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(int(value))
+        raise TypeError(f"${name}: no QuestDB literal for {type(value).__name__}")
 
-    return PARAM.sub(literal, sql)
+    return PARAM.sub(lambda m: literal(flat[m.group(1)], m.group(1)), sql)
 
 
 def _row_layout(table: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:

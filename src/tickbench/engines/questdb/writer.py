@@ -69,10 +69,10 @@ class Writer(IngestClient):
         self.sender.close(flush=False)  # every write flushed itself; never send implicitly
 
 
-def _conf(host: str, port: int, timeout_ms: int) -> str:
+def _conf(host: str, port: int, timeout_ms: int, auth: str) -> str:
     # ILP over HTTP as ingest_client(): answered after the WAL commit, with errors; protocol 2
     # sends doubles in binary; retry_timeout=0: a failed request is an error, never sent twice.
-    return (f"http::addr={host}:{port};protocol_version=2;retry_timeout=0;auto_flush=off;"
+    return (f"http::addr={host}:{port};protocol_version=2;retry_timeout=0;auto_flush=off;{auth}"
             f"request_timeout={timeout_ms};")
 
 
@@ -99,8 +99,9 @@ class IlpTarget(StreamTarget):
     path = ("ILP/HTTP, questdb C-backed Sender; Buffer.dataframe encoded before the clock, one "
             "transactional flush (one WAL transaction) per payload")
 
-    def __init__(self, host: str, port: int, timeout_ms: int) -> None:
-        self.host, self.port, self.timeout_ms = host, port, timeout_ms
+    def __init__(self, host: str, port: int, timeout_ms: int, auth: str = "") -> None:
+        #: ``auth``: the server's basic authentication as Sender configuration (``username=…;password=…;``).
+        self.host, self.port, self.timeout_ms, self.auth = host, port, timeout_ms, auth
 
     def encode(self, table: str, batch: pa.Table) -> Any:
         buf = Buffer(protocol_version=2)
@@ -115,9 +116,9 @@ class IlpTarget(StreamTarget):
         return len(payload)
 
     def connect(self) -> StreamSender:
-        return IlpSender(_conf(self.host, self.port, self.timeout_ms))
+        return IlpSender(_conf(self.host, self.port, self.timeout_ms, self.auth))
 
     def connect_sink(self, host: str, port: int) -> StreamSender | None:
         # The sink answers any POST with 204, as QuestDB's /write does: the same sender and
         # buffers go to it.
-        return IlpSender(_conf(host, port, self.timeout_ms))
+        return IlpSender(_conf(host, port, self.timeout_ms, self.auth))

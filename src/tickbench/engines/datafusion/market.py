@@ -1,0 +1,183 @@
+"""DataFusion's market suite (SPEC §2.3): a Parquet store of the market tables, its load, M-W and M-SE.
+
+The store follows the paper path's idiom (``adapter.py``) in a directory of its own,
+``<workdir>/market``: ``quotes/day=<date>/part-0.parquet`` and ``trades/…``, one file per
+(table, UTC day) sorted by (sym, ts, then the ties' order), written by DataFusion with the
+paper store's writer options and fsynced, plus ``instruments/part-0.parquet``; each table a
+listing table with that sort order declared. A query of a day opens that day's file only (its
+min/max statistics on ts), and inside it the row groups and pages of its instruments only.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from abc import abstractmethod
+from pathlib import Path
+from types import ModuleType
+
+import pyarrow as pa
+from datafusion import DataFrame, SessionContext, col
+from datafusion.dataframe import DataFrameWriteOptions
+from datafusion.expr import SortExpr
+
+from tickbench.data.dataset import Dataset
+from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
+from tickbench.market_params import MarketParams
+
+# Each day's order: the instrument, then time, then the ties' order of SPEC §2.3.
+ORDER = {"quotes": ("sym", "ts", "exchange", "seq"), "trades": ("sym", "ts", "exchange", "trade_id"),
+         "instruments": ("sym",)}
+DURABILITY = "every Parquet file written, then fsynced with its directories, before the clock stops"
+
+
+def _paper() -> ModuleType:
+    """The paper store's module (its writer options and helpers), imported when first used: it
+    imports this module for its Adapter's class line."""
+    return importlib.import_module("tickbench.engines.datafusion.adapter")
+
+
+def _sorted(table: str) -> list[SortExpr]:
+    return [col(name).sort(ascending=True, nulls_first=False) for name in ORDER[table]]
+
+
+def register_market(ctx: SessionContext, store: Path) -> None:
+    """The market tables of ``store`` as listing tables (``day`` is the Hive partition column of
+    quotes and trades), their order declared as the whole table's: day, then each file's own.
+    Each file records its own sort (sym, ts, …) in its metadata, and from that alone DataFusion
+    55 took a file group of several days, overlapping in sym, for one sorted stream: a sorted
+    GROUP BY of sym and date split its groups and the final sort was skipped (wrong answers)."""
+    for table in (*MARKET_TABLES, "instruments"):
+        (store / table).mkdir(parents=True, exist_ok=True)
+        daily = table in MARKET_TABLES
+        order = [col("day").sort(ascending=True, nulls_first=False)] if daily else []
+        ctx.register_listing_table(table, f"{store / table}/", file_extension=".parquet",
+                                   table_partition_cols=[("day", pa.string())] if daily else [],
+                                   schema=MARKET_SCHEMAS[table], file_sort_order=[order + _sorted(table)])
+
+
+def write_sorted(source: DataFrame, table: str, dest: Path) -> None:
+    """``source`` sorted by ``table``'s order into ``dest/part-0.parquet``, fsynced (the file,
+    then the directories up to the table's)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    target = dest / _paper().PART_FILE
+    target.unlink(missing_ok=True)
+    source.sort(*_sorted(table)).write_parquet_with_options(
+        str(target), _paper().writer_options(), DataFrameWriteOptions(single_file_output=True))
+    _paper().fsync_path(target)
+    _paper().fsync_path(dest)
+    _paper().fsync_path(dest.parent)
+
+
+def _count(store: Path) -> int:
+    """Rows of quotes and trades in ``store``, read back through a fresh listing of it."""
+    ctx = _paper().session()
+    register_market(ctx, store)
+    return sum(ctx.table(t).count() for t in MARKET_TABLES)
+
+
+def _bytes(store: Path) -> int:
+    return sum(f.stat().st_size for f in store.rglob("*.parquet"))
+
+
+class DataFusionMarket(Market, MarketBulkLoad, MarketStorage):
+    """The market capabilities of the DataFusion adapter (mixed into ``Adapter``, which provides
+    the session, the dataset and the parameters, and registers :func:`register_market`'s tables
+    when it opens a session on a market dataset)."""
+
+    dataset: Dataset
+    workdir: Path
+    ctx: SessionContext | None
+
+    @abstractmethod
+    def _open(self) -> SessionContext:
+        """A session with the store's tables registered (the Adapter's)."""
+
+    @property
+    def market_store(self) -> Path:
+        return self.workdir / "market"
+
+    @property
+    def _market(self) -> MarketParams:
+        params = getattr(self, "params", None)
+        if not isinstance(params, MarketParams):
+            raise TypeError("the market capabilities run with the market dataset's parameters")
+        return params
+
+    def _source(self, ctx: SessionContext, files: list[Path]) -> DataFrame:
+        """The dataset's Parquet files as one frame."""
+        frames = [ctx.read_parquet(str(f)) for f in files]
+        return functools.reduce(lambda a, b: a.union(b), frames)
+
+    def _write_days(self, store: Path, days: list[str]) -> None:
+        ctx = _paper().session()
+        for table in MARKET_TABLES:
+            for day in days:  # one day's sort at a time
+                files = self.dataset.files(table, [day])
+                if files:
+                    write_sorted(self._source(ctx, files), table, _paper().day_dir(store, table, day))
+            (store / table).mkdir(parents=True, exist_ok=True)
+            _paper().fsync_path(store / table)
+
+    def load_market(self) -> int:
+        store = self.market_store
+        ctx = _paper().session()
+        write_sorted(ctx.read_parquet(str(self.dataset.root / "instruments.parquet")), "instruments",
+                     store / "instruments")
+        self._write_days(store, self._market.load_days())
+        _paper().fsync_path(store)
+        self.ctx = self._open()  # a fresh session lists the files just written
+        return _count(store)
+
+    def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        store = scratch / "market"
+        day = self._market.D
+        for part in store.glob(f"*/day=*/{_paper().PART_FILE}"):
+            part.unlink()
+        ctx = _paper().session()
+        nbytes = 0
+        for table in MARKET_TABLES:
+            if fmt == "csv":
+                path = self.dataset.csv_file(table)
+                nbytes += path.stat().st_size
+                # The CSV read with the table's own column types (no inference).
+                source = ctx.read_csv(str(path), schema=MARKET_SCHEMAS[table], has_header=True)
+            else:
+                files = self.dataset.input_files(table, [day], scratch)
+                nbytes += sum(f.stat().st_size for f in files)
+                source = self._source(ctx, files)
+            write_sorted(source, table, _paper().day_dir(store, table, day))
+            _paper().fsync_path(store / table)
+        return LoadFigures(rows=_count(store), input_bytes=nbytes,
+                           detail={"durability": DURABILITY,
+                                   "layout": f"day={day}/{_paper().PART_FILE} per table, sorted by (sym, ts)"})
+
+    def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        """DataFusion's simplest path: each file read (CSV with an inferred schema) and written as
+        one Parquet file with the writer's defaults, unsorted, then fsynced."""
+        scratch.mkdir(parents=True, exist_ok=True)
+        ctx = SessionContext()
+        nbytes = 0
+        written = []
+        for table in MARKET_TABLES:
+            target = scratch / f"market-{table}.parquet"
+            target.unlink(missing_ok=True)
+            if fmt == "csv":
+                path = self.dataset.csv_file(table)
+                nbytes += path.stat().st_size
+                source = ctx.read_csv(str(path))
+            else:
+                files = self.dataset.input_files(table, [self._market.D], scratch)
+                nbytes += sum(f.stat().st_size for f in files)
+                source = self._source(ctx, files)
+            source.write_parquet(str(target))
+            _paper().fsync_path(target)
+            written.append(target)
+        _paper().fsync_path(scratch)
+        rows = sum(SessionContext().read_parquet(str(p)).count() for p in written)
+        return LoadFigures(rows=rows, input_bytes=nbytes, detail={"durability": DURABILITY})
+
+    def market_storage_bytes(self) -> dict[str, int]:
+        """The market store's files: the 20 days of quotes and trades, and the instruments."""
+        return {"parquet_files": _bytes(self.market_store)}

@@ -502,7 +502,15 @@ class Market(ABC):
     dataset's 20 days; ``run_query`` runs ``queries/M-*.<ext>`` bound to the market parameters
     (:meth:`tickbench.market_params.MarketParams.bindings`). An M- query the engine cannot answer
     is declared in ``engine.toml``'s ``[unsupported]`` with the reason. The market suite calls
-    these instead of :meth:`Engine.load`; an engine keeps its market code in a module of its own."""
+    these instead of :meth:`Engine.load`; an engine keeps its market code in a module of its own.
+
+    The market suite's users: with :class:`SharedReaders`, each user is a new adapter instance
+    opened with :meth:`SharedReaders.start_shared`; without it (an in-memory engine, a store
+    opened once per process), each is a shallow copy of the loaded adapter, given its own
+    parameters with :meth:`Engine.set_params`, whose ``run_query`` is called from the user's own
+    thread, several at once: what the copies share must be safe for that (or guarded by a lock
+    in the adapter), and a user count the engine cannot serve is declared in ``[unsupported]``
+    as ``"M-VWAB-12D/users=100" = "why"``."""
 
     @abstractmethod
     def load_market(self) -> int:

@@ -43,14 +43,15 @@ run-paper: venv
 
 ## run-market: the market suite's reference run (SF 1, N = 1,000 instruments: about 50 M quotes and
 ## 5 M trades over 20 days): generate (or reuse) the market dataset, run the market suite on every
-## engine installed here, verify, write results/market. An interrupted run continues where it stopped.
+## engine installed here (M-VWAB-12D by 1, 10, 50 and 100 users, M-SNAP and M-STATS-UI by 10), verify,
+## write results/market. An interrupted run continues where it stopped.
 MARKET_REPETITIONS ?= 5
 run-market: venv
 	@if [ -f results/market/results.json ]; then \
 	  $(BIN)/tickbench run --resume results/market; \
 	else \
 	  $(BIN)/tickbench run --engines all --suite market --scale 1 --universe 1000 --seed 7 \
-	    --repetitions $(MARKET_REPETITIONS) --load-timeout $(PAPER_LOAD_TIMEOUT) --cell-budget $(PAPER_CELL_BUDGET) \
+	    --users 1,10,50,100 --ui-users 10 --repetitions $(MARKET_REPETITIONS) --load-timeout $(PAPER_LOAD_TIMEOUT) --cell-budget $(PAPER_CELL_BUDGET) \
 	    --out results/market; \
 	fi
 

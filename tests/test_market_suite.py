@@ -20,7 +20,7 @@ from tickbench.results import read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.session import RunError, run
 from tickbench.suites.market import LOADS, QUERY_IDS
-from tickbench.suites.registry import run_config
+from tickbench.suites.registry import run_config, suite_options
 
 SEED = int(MARKET_TINY["seed"])
 
@@ -44,11 +44,13 @@ def test_market_suite_verifies(engine: str, market_tiny: Dataset, tmp_path: Path
         pytest.skip(f"{engine} not available here: {avail.reason}")
     info, cls = engine_infos()[engine], adapter_class(engine)
     out = tmp_path / "run"
+    # One user of M-VWAB-12D here; tests/test_market_users.py runs the users cells.
     run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market",
+                   options=suite_options(users=(1,), ui_users=0),
                    protocol=Protocol(repetitions=2, timeout_s=120, save_answers=out / "answers")))
     results = read_results(out / "results.json")
     by_id = {r.benchmark: r for r in results.records}
-    assert set(by_id) == {*QUERY_IDS, *LOADS}
+    assert set(by_id) == {*QUERY_IDS, "M-VWAB-12D/users=1", *LOADS}
     params = read_params_json(out / "answers" / engine / "params.json")
     for qid in QUERY_IDS:
         rec = by_id[qid]

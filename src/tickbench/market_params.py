@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -343,6 +343,15 @@ def universe_names(ds: Dataset) -> Names:
     if len(names) != ds.universe:
         raise DatasetError(f"{ds.root}: {len(names)} instruments, its manifest's universe is {ds.universe}")
     return names
+
+
+def user_params(ds: Dataset, base: MarketParams, seed: int, user: int) -> MarketParams:
+    """User ``user``'s parameters from any user's ``base`` of the same run on ``ds``: its own T,
+    UI and M-VWAB-12D block and window drawn as :func:`market_params` draws them, the run's D,
+    W, M, B, B50 and P kept (so the day's trades are not read again for every user)."""
+    names, cal = universe_names(ds), ds.calendar
+    return replace(base, T=draw_times(seed, base.D, user, cal), UI=draw_requests(seed, names, base.D, user, cal),
+                   VWAB12D=draw_block(seed, names, base.M, user), user=user)
 
 
 def write_params_json(path: Path, params: MarketParams) -> None:

@@ -502,7 +502,15 @@ class Market(ABC):
     dataset's 20 days; ``run_query`` runs ``queries/M-*.<ext>`` bound to the market parameters
     (:meth:`tickbench.market_params.MarketParams.bindings`). An M- query the engine cannot answer
     is declared in ``engine.toml``'s ``[unsupported]`` with the reason. The market suite calls
-    these instead of :meth:`Engine.load`; an engine keeps its market code in a module of its own."""
+    these instead of :meth:`Engine.load`; an engine keeps its market code in a module of its own.
+
+    The market suite's users: with :class:`SharedReaders`, each user is a new adapter instance
+    opened with :meth:`SharedReaders.start_shared`; without it (an in-memory engine, a store
+    opened once per process), each is a shallow copy of the loaded adapter, given its own
+    parameters with :meth:`Engine.set_params`, whose ``run_query`` is called from the user's own
+    thread, several at once: what the copies share must be safe for that (or guarded by a lock
+    in the adapter), and a user count the engine cannot serve is declared in ``[unsupported]``
+    as ``"M-VWAB-12D/users=100" = "why"``."""
 
     @abstractmethod
     def load_market(self) -> int:
@@ -531,6 +539,50 @@ class MarketStorage(ABC):
     def market_storage_bytes(self) -> dict[str, int]:
         """Bytes the engine uses on disk for the loaded 20 days, once settled, keyed by what was
         measured (the first is M-SE's figure)."""
+
+
+class MarketReader(ABC):
+    """One user's own reader of the open market ingest store (:class:`MarketIngest`): its own
+    connection to a server, or its own cursor on an embedded store; used by one thread."""
+
+    @abstractmethod
+    def run_query(self, qid: str, params: RunParams) -> pa.Table:
+        """Run the native query ``qid`` (``queries/<qid>.<ext>``) bound to ``params`` (a user's
+        :class:`~tickbench.market_params.MarketParams`) over the rows visible now; the whole result."""
+
+    def close(self) -> None:  # noqa: B027 - optional: most readers have nothing to release
+        """Release the connection or cursor."""
+
+
+class MarketIngest(ABC):
+    """Capability: queries while the market ingests (SPEC §2.3's last paragraph): a store with
+    the market schema, built as :meth:`Market.load_market` builds it (its instruments loaded,
+    quotes and trades empty), into which the market suite streams day D's quotes and trades
+    through the engine's fastest streaming path while users query it with their own readers."""
+
+    @abstractmethod
+    def market_ingest_open(self, store: Path) -> None:
+        """Create the empty market store in ``store`` (a fresh directory) with the instruments
+        table loaded, beside the loaded market tables, which stay as they are: a server engine,
+        or an engine that opens one store per process, makes its tables in a database or
+        namespace of its own."""
+
+    @abstractmethod
+    def market_ingest_target(self) -> StreamTarget:
+        """The streaming path into the open store: payloads of ``quotes`` or ``trades`` rows in
+        the market dataset's Arrow schemas (:class:`StreamTarget`; the table names are those)."""
+
+    @abstractmethod
+    def market_ingest_count(self, table: str, upto_ns: int) -> int:
+        """Rows of ``table`` visible to a new query now whose ``ts`` is at or before ``upto_ns``
+        (ns since the epoch). Answers at once; never waits."""
+
+    @abstractmethod
+    def market_ingest_reader(self) -> MarketReader:
+        """A new reader of the open store for one user (its own connection, or cursor)."""
+
+    def market_ingest_close(self) -> None:  # noqa: B027 - optional: nothing to close by default
+        """Close the store and release its readers; its data may stay on disk."""
 
 
 class Server(ABC):  # noqa: B024 - a capability with nothing to add to Engine's methods
@@ -605,6 +657,7 @@ class Ingest(ABC):
 #: The capability classes, by the name the support matrix and messages use.
 CAPABILITIES: dict[str, type] = {"bulk load": BulkLoad, "storage": Storage, "ingest": Ingest, "market": Market,
                                  "market bulk load": MarketBulkLoad, "market storage": MarketStorage,
+                                 "market ingest": MarketIngest,
                                  "engine time": EngineTime, "shared readers": SharedReaders, "server": Server}
 
 

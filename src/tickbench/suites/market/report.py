@@ -12,6 +12,10 @@ from tickbench.report.cells import harness_ms, server_median_ms, transport_bound
 from tickbench.report.widgets import Grid, Item, SuiteView, html_grid, markdown_grid, memory_text
 from tickbench.results import Record
 from tickbench.suites.market import LOADS, QUERIES
+from tickbench.suites.market import users_report as users
+from tickbench.suites.market.during_ingest import headline as ingest_headline
+from tickbench.suites.market.during_ingest import parse_ingest_id
+from tickbench.suites.market.users import parse_id
 
 BAD = ("wrong", "error", "timeout")
 INTRO = ("The market dataset: a universe of instruments of very unequal activity quoted on eight venues over 20 "
@@ -23,6 +27,10 @@ def cell_text(rec: Record | None) -> str:
     """A market cell's text: a query's timing, M-W's seconds and MB/s, M-SE's share of the CSV."""
     if rec is None or rec.status != "ok":
         return generic(rec)
+    if parse_id(rec.benchmark) is not None:
+        return users.headline(rec)
+    if parse_ingest_id(rec.benchmark) is not None:
+        return ingest_headline(rec)
     if rec.benchmark == "M-W":
         csv = rec.figures.get("csv", {})
         return f"{csv.get('seconds', 0):.2f} s · {csv.get('mb_per_s', 0):.0f} MB/s ✔"
@@ -115,6 +123,11 @@ def page_markdown(view: SuiteView) -> list[str]:
     for q in QUERIES:
         if any(r.benchmark == q.id for r in view.records):
             out += [f"### {q.id}", "", q.description, "", *markdown_grid(timings(view, q.id)), ""]
+    if users.records(view):
+        out += ["### Users", "", users.INTRO, "", *markdown_grid(users.table(view)), "",
+                "Each user:", "", *markdown_grid(users.per_user(view)), ""]
+    if users.ingest_records(view):
+        out += ["### During ingest", "", users.INGEST_INTRO, "", *markdown_grid(users.ingest_table(view)), ""]
     if any(r.benchmark in LOADS for r in view.records):
         out += ["### M-W and M-SE", "", *markdown_grid(loads(view)), ""]
     return out
@@ -129,6 +142,14 @@ def page_html(view: SuiteView) -> str:
             parts.append(f'<div class="chartbox"><h4>{escape(q.id)}</h4><p class="desc">{escape(q.description)}</p>'
                          f"{drawn or '<p class=muted>no engine produced a verified figure</p>'}"
                          f"<details><summary>numbers</summary>{html_grid(timings(view, q.id))}</details></div>")
+    if users.records(view):
+        drawn = users.charts(view)
+        parts.append(f'<h3>Users</h3><p class="muted">{escape(users.INTRO)}</p>'
+                     f"{f'<div class=chartbox>{drawn}</div>' if drawn else ''}{html_grid(users.table(view))}"
+                     f"<details><summary>each user</summary>{html_grid(users.per_user(view))}</details>")
+    if users.ingest_records(view):
+        parts.append(f'<h3>During ingest</h3><p class="muted">{escape(users.INGEST_INTRO)}</p>'
+                     f"{html_grid(users.ingest_table(view))}")
     if any(r.benchmark in LOADS for r in view.records):
         parts.append(f"<h3>M-W and M-SE</h3>{html_grid(loads(view))}")
     return "".join(parts)

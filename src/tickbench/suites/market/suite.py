@@ -1,7 +1,9 @@
 """The market suite's declaration and protocol (SPEC §2.3): on a market dataset, each engine with
 the market capability loads the 20 days in its own schema; then every M- query is verified and
 timed, M-W loads day D into fresh stores and M-SE measures the loaded days, through the shared
-protocol of :mod:`tickbench.suites.cells`. With ``--save-answers`` the drawn parameters go to
+protocol of :mod:`tickbench.suites.cells`; the users cells (:mod:`tickbench.suites.market.users`)
+run M-VWAB-12D, M-SNAP and M-STATS-UI by several users at once, each with its own client and
+parameters. With ``--save-answers`` the drawn parameters go to
 ``answers/<engine>/params.json`` (SPEC §4) beside the answers."""
 
 from __future__ import annotations
@@ -9,16 +11,23 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar
 
+from pydantic import ConfigDict
+
 from tickbench.engines.base import Market
 from tickbench.market_params import MarketParams, write_params_json
 from tickbench.report.widgets import PageParts, Section, SuiteView
 from tickbench.results import Record
 from tickbench.run.cell import FAILURES, CellContext
-from tickbench.suites.base import Options, Suite, WorkerOp
+from tickbench.suites.base import Option, OptionError, Options, Suite, WorkerOp
 from tickbench.suites.cells import Cells, LoadStorageFigures
-from tickbench.suites.market import BY_ID, LOADS, QUERY_IDS
+from tickbench.suites.market import BY_ID, LOADS, QUERY_IDS, during_ingest
 from tickbench.suites.market import report as report_module
-from tickbench.suites.market.ops import bulk_op, load_op, storage_op
+from tickbench.suites.market.during_ingest import DuringIngest, IngestFigures, parse_ingest_id
+from tickbench.suites.market.ingest_ops import ingest_op
+from tickbench.suites.market.ops import bulk_op, load_op, storage_op, users_op
+from tickbench.suites.market.users import CATEGORY, UI_USERS, VWAB_USERS, Users, UsersFigures, parse_id
+from tickbench.suites.market.users import cell_ids as users_cells
+from tickbench.suites.stream.suite import parse_counts, parse_rates
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine, EngineInfo
@@ -26,17 +35,56 @@ if TYPE_CHECKING:
 NO_MARKET = "no market capability: the engine does not load the market dataset's tables yet"
 
 
+class MarketFigures(LoadStorageFigures, UsersFigures, IngestFigures):
+    """A market cell's figures: M-W's and M-SE's, a users cell's or a during-ingest cell's."""
+
+    model_config = ConfigDict(extra="allow")  # as LoadStorageFigures's
+
+
+def _non_negative(v: int) -> str | None:
+    return None if v >= 0 else "must be 0 (none) or more"
+
+
+def _positive(v: float) -> str | None:
+    return None if v > 0 else "must be positive"
+
+
+def _ingest_rates(text: str) -> tuple[int | None, ...]:
+    try:
+        return parse_rates(text)
+    except OptionError as exc:
+        raise OptionError(str(exc).replace("--stream-rates", "--ingest-rates")) from None
+
+
 class MarketSuite(Suite):
     name = "market"
     title = "The market suite (many instruments, after STAC-M3)"
     order = 5
-    summary = "15 questions over a universe of instruments on eight venues (SPEC §2.3), M-W and M-SE"
+    summary = ("15 questions over a universe of instruments on eight venues (SPEC §2.3), by 1 to 100 users, "
+               "M-W and M-SE")
     dataset_kind = "market"
-    figures_model = LoadStorageFigures
+    figures_model = MarketFigures
+    options = (
+        Option("users", VWAB_USERS, "M-VWAB-12D's concurrent user counts, each user its own client (STAC-M3's 1T, "
+               "10T, 50T, 100T)", kind="text", parse=lambda t: parse_counts(t, "--users"),
+               text_default=",".join(map(str, VWAB_USERS)), decode=tuple),
+        Option("ui_users", UI_USERS, "concurrent users of M-SNAP and M-STATS-UI, each with its own parameters "
+               "(0: none), and of M-SNAP during ingest", check=_non_negative),
+        Option("ingest_rates", during_ingest.RATES, "M-SNAP during ingest: day D's events replayed at these "
+               "rates, events/s or max", kind="text", parse=_ingest_rates, text_default="10000,100000,max",
+               decode=tuple),
+        Option("ingest_writers", during_ingest.WRITERS, "M-SNAP during ingest: writer clients per cell",
+               kind="text", parse=lambda t: parse_counts(t, "--ingest-writers"), text_default="1,2", decode=tuple),
+        Option("ingest_seconds", 10.0, "M-SNAP during ingest: the most seconds of events one cell replays",
+               kind="float", check=_positive),
+        Option("ingest_batch", 1000, "M-SNAP during ingest: events per write as fast as possible, the most at a "
+               "fixed rate", check=lambda v: None if v >= 1 else "must be at least 1"),
+    )
     own_sections = True
     report: ClassVar[ModuleType | None] = report_module
     worker_ops: ClassVar[dict[str, WorkerOp]] = {"market_load": load_op, "market_bulk": bulk_op,
-                                                  "market_storage": storage_op}
+                                                  "market_storage": storage_op, "market_users": users_op,
+                                                  "market_ingest": ingest_op}
     load_op = "market_load"
     endpoint_refusal = ("its tables (instruments, quotes, trades) are not yet created in a namespace of their own "
                         "on a user's server; run it on a server tickbench starts")
@@ -47,9 +95,14 @@ class MarketSuite(Suite):
         return None
 
     def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
-        return [*QUERY_IDS, *LOADS]
+        return [*QUERY_IDS, *users_cells(opts["users"], opts["ui_users"]),
+                *during_ingest.cell_ids(opts["ingest_rates"], opts["ingest_writers"], opts["ui_users"]), *LOADS]
 
     def category(self, benchmark: str) -> str:
+        if parse_id(benchmark) is not None:
+            return CATEGORY
+        if parse_ingest_id(benchmark) is not None:
+            return "during ingest"
         return BY_ID[benchmark].category if benchmark in BY_ID else "write/storage"
 
     def support(self, engine: type[Engine], info: EngineInfo) -> str:
@@ -60,7 +113,8 @@ class MarketSuite(Suite):
         return "✔" + (f" but {', '.join(gaps)}" if gaps else "")
 
     def run(self, ctx: CellContext, todo: list[str]) -> None:
-        """Start the engine and load the market dataset, then every query, M-W and M-SE of ``todo``."""
+        """Start the engine and load the market dataset, then every query, users cell, M-W and M-SE
+        of ``todo``."""
         params = ctx.params
         if not isinstance(params, MarketParams):
             raise TypeError("the market suite runs with the market dataset's parameters")
@@ -76,9 +130,15 @@ class MarketSuite(Suite):
             return
         cells = Cells(ctx, worker, list(params.M), w_id="M-W", se_id="M-SE", bulk_op="market_bulk",
                       storage_op="market_storage")
+        users = Users(ctx, worker)
+        ingest = DuringIngest(ctx, worker, users)
         try:
             for bench in todo:
-                if bench == "M-W":
+                if parse_id(bench) is not None:
+                    ctx.on_record(users.cell(bench))
+                elif parse_ingest_id(bench) is not None:
+                    ctx.on_record(ingest.cell(bench))
+                elif bench == "M-W":
                     ctx.on_record(cells.w())
                 elif bench == "M-SE":
                     ctx.on_record(cells.se())

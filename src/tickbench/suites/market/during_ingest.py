@@ -1,0 +1,189 @@
+"""The market suite's queries during ingest (SPEC §2.3's last paragraph: "how does ingest affect
+queries?"): one cell per (rate, writers), ``M-SNAP/ingest/rate=<r>/writers=<w>``, on an engine
+with the :class:`~tickbench.engines.base.MarketIngest` capability. Day D's quotes and trades are
+replayed in time order into a fresh store through the engine's streaming path while the users
+run M-SNAP over the rows already visible (:mod:`tickbench.suites.market.ingest_ops`), then the
+same users after the ingest; every answer is checked here against the reference over that
+user's probe times (M-SNAP reads only rows at or before them, all of which were visible)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict
+
+from tickbench import latency, verify
+from tickbench.engines.base import MarketIngest
+from tickbench.market_params import MarketParams
+from tickbench.market_reference import answer
+from tickbench.suites.market.users import SHARED_KEY, Users, client_bound, summarise_ms
+from tickbench.suites.stream.harness import bound
+from tickbench.suites.stream.ops import batch_size
+from tickbench.suites.stream.suite import rate_label
+
+if TYPE_CHECKING:
+    from tickbench.results import Record
+    from tickbench.run.cell import CellContext, Worker
+
+PREFIX = "M-SNAP/ingest/"
+NO_INGEST = "no market ingest capability: the engine has no streaming path into the market tables yet"
+LINGER_S = 0.01  # at a fixed rate a write carries the events due within this long (the stream suite's default)
+RATES: tuple[int | None, ...] = (10_000, 100_000, None)
+WRITERS: tuple[int, ...] = (1, 2)
+
+
+class IngestFigures(BaseModel):
+    """A during-ingest cell: the replay, the ingest's figures beside the writers' ceiling, and
+    M-SNAP's latency during and after the ingest beside the users' ceiling."""
+
+    model_config = ConfigDict(extra="forbid")
+    rate: str | None = None
+    writers: int | None = None
+    ingest_users: int | None = None
+    batch: int | None = None
+    seconds_cap: float | None = None
+    path: str | None = None
+    dataset_events: int | None = None
+    replayed_events: int | None = None
+    planned: int | None = None
+    written: int | None = None
+    ingest_seconds: float | None = None
+    throughput: float | None = None
+    ingest_ceiling: float | None = None
+    ingest_ceiling_sink: str | None = None
+    ingest_client_bound: bool | None = None
+    visibility: dict[str, Any] | None = None
+    watermark_polls: int | None = None
+    during: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    #: M-SNAP's median during the ingest over its median after it.
+    during_over_after: float | None = None
+    users_ceiling_qps: float | None = None
+    users_ceiling_p50_ms: float | None = None
+    users_client_bound: bool | None = None
+    distinct_probe_sets: int | None = None
+
+
+def ingest_id(rate: int | None, writers: int) -> str:
+    return f"{PREFIX}rate={rate_label(rate)}/writers={writers}"
+
+
+def parse_ingest_id(bench: str) -> tuple[int | None, int] | None:
+    """``(rate, writers)`` of a during-ingest cell's id, or ``None`` for any other cell."""
+    if not bench.startswith(PREFIX):
+        return None
+    parts = dict(p.split("=", 1) for p in bench[len(PREFIX):].split("/") if "=" in p)
+    rate = parts.get("rate", "")
+    return (None if rate == "max" else int(rate)), int(parts.get("writers", "0"))
+
+
+def cell_ids(rates: tuple[int | None, ...], writers: tuple[int, ...], users: int) -> list[str]:
+    return [ingest_id(r, w) for r in rates for w in writers] if users > 0 else []
+
+
+def _phase(ns: list[list[int]], seconds: float) -> dict[str, Any]:
+    """Latency over every user's queries of one phase, per user p50 and p99, and queries/s."""
+    every = [x for u in ns for x in u]
+    if not every:
+        return {"queries": 0}
+    h = latency.new()
+    for x in every:
+        latency.record(h, max(1, x))
+    out = summarise_ms(sorted(x / 1e6 for x in every))
+    per = [summarise_ms(sorted(x / 1e6 for x in u)) if u else {} for u in ns]
+    return {**out, "queries": len(every), "qps": len(every) / seconds if seconds > 0 else None,
+            "per_user": per, "hdr": latency.encode(h)}
+
+
+class DuringIngest:
+    """The during-ingest cells of one engine, on its started worker."""
+
+    def __init__(self, ctx: CellContext, worker: Worker, users: Users) -> None:
+        self.ctx, self.worker, self.users = ctx, worker, users
+
+    def expected(self, user: int, p: MarketParams, times: tuple[int, ...]) -> pl.DataFrame:
+        refs: dict[tuple[int, tuple[int, ...]], pl.DataFrame] = (
+            self.ctx.shared.setdefault(SHARED_KEY, {}).setdefault("ingest_refs", {}))
+        if (user, times) not in refs:
+            refs[(user, times)] = answer("M-SNAP", self.ctx.ds, dataclasses.replace(p, T=times))
+        return refs[(user, times)]
+
+    def cell(self, bench: str) -> Record:
+        parsed = parse_ingest_id(bench)
+        if parsed is None:
+            raise ValueError(f"not a during-ingest cell: {bench}")
+        rate, writers = parsed
+        ctx, o = self.ctx, self.ctx.opts
+        base: dict[str, Any] = {"rate": rate_label(rate), "writers": writers, "ingest_users": o["ui_users"],
+                                "batch": batch_size(rate, o["ingest_batch"], LINGER_S),
+                                "seconds_cap": o["ingest_seconds"]}
+        for key in (bench, "M-SNAP/ingest", "M-SNAP"):
+            if key in ctx.info.unsupported:
+                return ctx.make(bench, "unsupported", ctx.info.unsupported[key], figures=base)
+        if not issubclass(ctx.engine, MarketIngest):
+            return ctx.make(bench, "unsupported", NO_INGEST, figures=base)
+        return self.worker.attempt(bench, lambda: self._cell(bench, rate, writers, base), figures=base)
+
+    def _cell(self, bench: str, rate: int | None, writers: int, base: dict[str, Any]) -> Record:
+        ctx, proto = self.ctx, self.ctx.protocol
+        params = self.users.params(ctx.opts["ui_users"])
+        seconds = float(ctx.opts["ingest_seconds"])
+        r = self.worker.call(8 * seconds + 600 + 2 * proto.timeout_s, op="market_ingest",
+                             store=str(ctx.workdir / "market-ingest" / "store"), rate=rate, writers=writers,
+                             seconds=seconds, batch=base["batch"], users=[p.as_dict() for p in params],
+                             repetitions=max(1, proto.repetitions))
+        figures: dict[str, Any] = {
+            **base, "path": r["path"], "dataset_events": r["dataset_events"], "replayed_events": r["replayed_events"],
+            "planned": r["planned"], "written": r["written"], "ingest_seconds": r["seconds"],
+            "throughput": r["throughput"], "ingest_ceiling": r["ceiling"], "ingest_ceiling_sink": r["ceiling_sink"],
+            "ingest_client_bound": bound(r["throughput"], r["ceiling"]), "watermark_polls": r["polls"],
+            "visibility": latency.summary(latency.decode(r["visibility_hdr"])),
+        }
+        errors = list(r["errors"]) + [u["error"] for u in r["users"] if "error" in u]
+        if errors:
+            return ctx.make(bench, "error", "; ".join(errors)[:2000], figures=figures)
+        during = _phase([u["during"] for u in r["users"]], r["during_seconds"])
+        after = _phase([u["after"] for u in r["users"]], r["after_seconds"])
+        noop = _phase([r["noop"]["ns"]], r["noop"]["seconds"])
+        figures.update({"during": during, "after": after, "users_ceiling_qps": noop.get("qps"),
+                        "users_ceiling_p50_ms": noop.get("p50_ms")})
+        if during.get("p50_ms") and after.get("p50_ms"):
+            figures["during_over_after"] = during["p50_ms"] / after["p50_ms"]
+        figures["users_client_bound"] = client_bound({"qps": after.get("qps"), "p50_ms": after.get("p50_ms")},
+                                                     {"qps": noop.get("qps"), "p50_ms": noop.get("p50_ms")})
+        probe_sets = 0
+        for i, (u, p) in enumerate(zip(r["users"], params, strict=True)):
+            for group in u["answers"]:
+                times = tuple(int(t) for t in group["T"])
+                probe_sets += 1
+                want = self.expected(i, p, times)
+                for table in group["tables"]:
+                    verdict = verify.compare(verify.normalize(pl.from_arrow(table), want), want)  # type: ignore[arg-type]
+                    if not verdict.ok:
+                        return ctx.make(bench, "wrong", f"user {i}, probe times up to {times[-1]} ns: {verdict.reason}",
+                                        verified=False, figures=figures)
+        figures["distinct_probe_sets"] = probe_sets
+        notes = []
+        if not during.get("queries"):
+            notes.append("no M-SNAP query ran during the ingest (the rows became visible only at its end)")
+        if figures["ingest_client_bound"]:
+            notes.append("ingest client-bound: within 2× of the writers' ceiling")
+        if r["written"] < r["planned"]:
+            why = ("the engine fell behind the target rate" if rate is not None
+                   else f"as fast as possible, the cell replays {seconds:g} s at most")
+            notes.append(f"{r['planned'] - r['written']:,} of {r['planned']:,} events not sent within the cell's "
+                         f"time: {why}")
+        samples = [x for u in r["users"] for x in u["during"]] or [x for u in r["users"] for x in u["after"]]
+        return ctx.make(bench, "ok", verified=True, samples_ns=samples, rows=r["written"], figures=figures,
+                        notes="; ".join(notes))
+
+
+def headline(rec: Record) -> str:
+    f = rec.figures
+    d, a = f.get("during") or {}, f.get("after") or {}
+    if not d.get("p50_ms") or not a.get("p50_ms"):
+        return f"{f.get('throughput') or 0:,.0f} events/s"
+    return (f"{f.get('throughput') or 0:,.0f} ev/s · M-SNAP p50 {d['p50_ms']:,.1f} during / {a['p50_ms']:,.1f} ms "
+            "after")

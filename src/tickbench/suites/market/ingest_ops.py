@@ -1,0 +1,354 @@
+"""Queries while the market ingests (SPEC §2.3's last paragraph: "how does ingest affect
+queries?"), inside the engine process: day D's quotes and trades replayed in time order through
+the engine's streaming path (:class:`~tickbench.engines.base.MarketIngest`) by the stream suite's
+writers (:mod:`tickbench.suites.stream.harness`), while users, each with its own reader, run
+M-SNAP over the rows already visible; then the same users after the ingest.
+
+*Already visible* is a watermark: the latest ``W`` such that every replayed row with
+``ts <= W`` is visible, proved by counting (a watcher thread asks the engine how many rows of
+each table with ``ts <= x`` it sees, and compares with the replay's own count; the candidate x
+comes from the visible totals, bisected down when several writers leave gaps). A user's query
+binds its own probe times mapped into the session's start … the watermark (rounded down to one
+of :data:`CHECKPOINTS` steps of the replay's span, so a few distinct answers are checked): since
+M-SNAP reads only rows with ``ts <= t``, its answer over the rows visible when the query begins
+is exactly the reference's over the whole day with those times, which the runner checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tickbench import latency
+from tickbench.data.dataset import Dataset
+from tickbench.engines.base import Engine, MarketIngest, MarketReader, Server, capability
+from tickbench.market_params import MarketParams
+from tickbench.params import params_from_dict
+from tickbench.suites.stream.harness import Destination, Plan, Sink, Writers
+
+perf = time.perf_counter_ns
+MAX_EVENTS = 1_000_000  # events replayed in one cell at most
+CHECKPOINTS = 8  # the watermark a query binds is rounded down to a step of span / CHECKPOINTS
+VISIBLE_WAIT_S = 60.0  # after the writers, how long every acknowledged row may take to become visible
+BISECT_STEPS = 12
+NOOP_QUERIES = 1_000  # the users' no-op queries each at least (the harness's ceiling)
+NS_PER_US = 1_000
+TABLES = ("quotes", "trades")
+KEYS = {"quotes": "seq", "trades": "trade_id"}
+
+
+class MarketReplay:
+    """Day D's quotes and trades merged in time order (each table by (ts, exchange, id)), the
+    first ``limit`` events; each table's replayed rows are a prefix of its own order."""
+
+    def __init__(self, ds: Dataset, params: MarketParams, limit: int) -> None:
+        day = params.D
+        read = {t: pa.concat_tables(pq.read_table(f) for f in ds.files(t, [day]))
+                .sort_by([("ts", "ascending"), ("exchange", "ascending"), (KEYS[t], "ascending")]) for t in TABLES}
+        ts = np.concatenate([read[t].column("ts").cast(pa.int64()).to_numpy() for t in TABLES])
+        which = np.concatenate([np.full(read[t].num_rows, c, np.int8) for c, t in enumerate(TABLES)])
+        self.total = len(ts)
+        order = np.argsort(ts, kind="stable")[:limit]
+        self.which = which[order]
+        self.event_ts = ts[order]
+        self.tables: dict[str, pa.Table] = {}
+        self.ts: dict[str, np.ndarray] = {}
+        #: Per table, the first row not replayed's ts (``None``: every row is replayed).
+        self.next_ts: dict[str, int | None] = {}
+        for c, t in enumerate(TABLES):
+            n = int((self.which == c).sum())
+            self.tables[t] = read[t].slice(0, n).combine_chunks()
+            col = read[t].column("ts").cast(pa.int64()).to_numpy()
+            self.ts[t] = col[:n]
+            self.next_ts[t] = int(col[n]) if n < len(col) else None
+        open_ns, close_ns = params.calendar_session_ns(day)
+        self.open_ns = open_ns
+        ends = [n - 1 for n in self.next_ts.values() if n is not None]
+        #: Every replayed row has ``ts <= end`` and every row of the day with ``ts <= end`` is replayed.
+        self.end_ns = min(ends) if ends else close_ns
+
+    def __len__(self) -> int:
+        return len(self.which)
+
+    def expected(self, table: str, upto: int) -> int:
+        """Replayed rows of ``table`` with ``ts <= upto``."""
+        return int(np.searchsorted(self.ts[table], upto, side="right"))
+
+    def candidate(self, visible: dict[str, int]) -> int:
+        """The largest W that holds if each table's visible rows are a prefix of its order."""
+        out = self.end_ns
+        for t, c in visible.items():
+            if c < len(self.ts[t]):
+                out = min(out, int(self.ts[t][c]) - 1)
+        return out
+
+
+class Watermark:
+    """The watcher: proves, again and again, how far the replayed rows are all visible."""
+
+    def __init__(self, ingest: MarketIngest, replay: MarketReplay) -> None:
+        self.ingest, self.replay = ingest, replay
+        self.value: int | None = None  # the latest proved watermark
+        self.checks: list[tuple[int, int, int]] = []  # (start, end, watermark proved) of each advance
+        self.polls = 0
+
+    def _holds(self, x: int) -> bool:
+        self.polls += 1
+        return all(self.ingest.market_ingest_count(t, x) == self.replay.expected(t, x) for t in TABLES)
+
+    def check(self) -> None:
+        """One round: from the visible totals a candidate, bisected down to one that holds."""
+        t0 = perf()
+        far = 2**62
+        totals = {t: self.ingest.market_ingest_count(t, far) for t in TABLES}
+        hi = self.replay.candidate(totals)
+        lo = self.value if self.value is not None else self.replay.open_ns - 1
+        if hi <= lo:
+            return
+        if not self._holds(hi):
+            for _ in range(BISECT_STEPS):
+                mid = (lo + hi) // 2
+                if mid <= lo:
+                    break
+                if self._holds(mid):
+                    lo = mid
+                else:
+                    hi = mid
+            hi = lo
+        if self.value is None or hi > self.value:
+            self.value = hi
+            self.checks.append((t0, perf(), hi))
+
+
+def probes(user: MarketParams, open_ns: int, upto: int) -> tuple[int, ...]:
+    """The user's own probe times (their places in D's session) mapped into [open, upto], whole
+    µs, distinct."""
+    close = user.calendar_session_ns(user.D)[1]
+    span = max(0, upto - open_ns)
+    out = {open_ns + (span * (t - open_ns) // (close - open_ns)) // NS_PER_US * NS_PER_US for t in user.T}
+    return tuple(sorted(out))
+
+
+def quantised(value: int, replay: MarketReplay) -> int:
+    step = max(NS_PER_US, (replay.end_ns - replay.open_ns) // CHECKPOINTS)
+    return replay.open_ns + (value - replay.open_ns) // step * step
+
+
+def _digest(table: pa.Table) -> str:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
+
+
+class UserLog:
+    """One user's queries: latencies during and after the ingest, and its distinct answers per
+    set of probe times."""
+
+    def __init__(self) -> None:
+        self.during: list[int] = []
+        self.after: list[int] = []
+        self.spans: dict[str, tuple[int, int]] = {}  # phase -> (first query's start, last's end)
+        self.answers: dict[tuple[int, ...], dict[str, pa.Table]] = {}
+        self.error = ""
+
+    def time(self, phase: str, query: Any) -> pa.Table:
+        """Run ``query()`` and record its latency in ``phase`` (``during`` or ``after``)."""
+        t0 = perf()
+        table: pa.Table = query()
+        t1 = perf()
+        getattr(self, phase).append(t1 - t0)
+        self.spans[phase] = (self.spans.get(phase, (t0, t1))[0], t1)
+        return table
+
+    def keep(self, times: tuple[int, ...], table: pa.Table) -> None:
+        self.answers.setdefault(times, {}).setdefault(_digest(table), table)
+
+    def reply(self) -> dict[str, Any]:
+        if self.error:
+            return {"error": self.error}
+        return {"during": self.during, "after": self.after, "spans": self.spans,
+                "answers": [{"T": list(k), "tables": list(v.values())} for k, v in self.answers.items()]}
+
+
+def ingest_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
+    """The worker operation ``market_ingest``: one cell (:func:`ingest_cell`)."""
+    users = [params_from_dict(p) for p in msg["users"]]
+    return ingest_cell(adapter, Path(msg["store"]), msg["rate"], int(msg["writers"]), float(msg["seconds"]),
+                       int(msg["batch"]), [u for u in users if isinstance(u, MarketParams)],
+                       int(msg["repetitions"]))
+
+
+def ingest_cell(adapter: Engine, store: Path, rate: int | None, writers: int, seconds: float, batch: int,
+                users: list[MarketParams], repetitions: int) -> dict[str, Any]:
+    """Day D replayed at ``rate`` events/s (``None``: as fast as the engine takes them) by
+    ``writers`` writers for at most ``seconds``, while ``users`` run M-SNAP; then the same users
+    ``repetitions`` times each once every acknowledged row is visible."""
+    ingest = capability(adapter, MarketIngest)
+    base = users[0]
+    limit = MAX_EVENTS if rate is None else min(MAX_EVENTS, max(1, int(rate * seconds)))
+    replay = MarketReplay(adapter.dataset, base, limit)
+    plan = Plan.build(replay.tables, replay.which, batch, writers)
+    shutil.rmtree(store, ignore_errors=True)
+    errors: list[str] = []
+    ceilings: dict[str, float] = {}
+    try:
+        ingest.market_ingest_open(store)
+        target = ingest.market_ingest_target()
+        readers = [ingest.market_ingest_reader() for _ in users]
+        try:
+            noop = _noop_users(len(users), repetitions)
+            servers = adapter.memory_pids() if isinstance(adapter, Server) else []
+            with Writers(target, plan, servers) as pool, Sink() as sink:
+                for kind in ("null",) if target.in_process else ("null", "sink"):
+                    r = pool.run(Destination(kind, sink.port), None, seconds)
+                    errors += [f"{kind} sink: {e}" for e in r.errors]
+                    ceilings[kind] = r.rate(plan)
+                out = _engine_run(ingest, pool, plan, replay, readers, users, rate, seconds, repetitions, errors)
+        finally:
+            for rd in readers:
+                rd.close()
+    finally:
+        ingest.market_ingest_close()
+        shutil.rmtree(store, ignore_errors=True)
+    out.update({"path": target.path, "dataset_events": replay.total, "replayed_events": len(replay),
+                "ceiling": ceilings.get("null" if target.in_process else "sink", 0.0),
+                "ceiling_sink": "null sink (writer threads, no transport)" if target.in_process
+                else "loopback HTTP sink (same writer processes and client)", "noop": noop, "errors": errors})
+    return out
+
+
+def _noop_users(users: int, repetitions: int) -> dict[str, Any]:
+    """The users' loop against a query that does nothing: the harness's own ceiling."""
+    logs = [UserLog() for _ in range(users)]
+    together = threading.Barrier(users)
+    empty = pa.table({"x": pa.array([], pa.int64())})
+
+    def noop() -> pa.Table:
+        return empty
+
+    def user(i: int) -> None:
+        together.wait()
+        for _ in range(max(repetitions, NOOP_QUERIES)):
+            logs[i].time("after", noop)
+
+    _threads(users, user)
+    return {"ns": [x for lg in logs for x in lg.after], "seconds": _seconds(logs, "after")}
+
+
+def _seconds(logs: list[UserLog], phase: str) -> float:
+    spans = [lg.spans[phase] for lg in logs if phase in lg.spans]
+    if not spans:
+        return 0.0
+    return (max(e for _, e in spans) - min(s for s, _ in spans)) / 1e9
+
+
+def _threads(n: int, fn: Any) -> None:
+    threads = [threading.Thread(target=fn, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def _engine_run(ingest: MarketIngest, pool: Writers, plan: Plan, replay: MarketReplay, readers: list[MarketReader],
+                users: list[MarketParams], rate: int | None, seconds: float, repetitions: int,
+                errors: list[str]) -> dict[str, Any]:
+    mark = Watermark(ingest, replay)
+    done = threading.Event()
+    logs = [UserLog() for _ in users]
+
+    def watch() -> None:
+        try:
+            while not done.is_set():
+                mark.check()
+                time.sleep(0.001)
+        except Exception as exc:
+            errors.append(f"watermark: {type(exc).__name__}: {exc}")
+
+    def user(i: int) -> None:
+        p, log = users[i], logs[i]
+        try:
+            while not done.is_set():
+                w = mark.value
+                if w is None or quantised(w, replay) <= replay.open_ns:
+                    time.sleep(0.001)
+                    continue
+                times = probes(p, replay.open_ns, quantised(w, replay))
+                bound = dataclasses.replace(p, T=times)
+                log.keep(times, log.time("during", lambda b=bound: readers[i].run_query("M-SNAP", b)))
+        except Exception as exc:
+            log.error = f"user {i} during the ingest: {type(exc).__name__}: {exc}"
+
+    watcher = threading.Thread(target=watch, name="watermark")
+    watcher.start()
+    threads = [threading.Thread(target=user, args=(i,)) for i in range(len(users))]
+    for t in threads:
+        t.start()
+    try:
+        run = pool.run(Destination("engine"), rate, seconds)
+    finally:
+        done.set()
+        for t in threads:
+            t.join()
+        watcher.join()
+    errors += run.errors
+    # After the writers: every acknowledged row visible, then the final watermark.
+    acked = {t: 0 for t in TABLES}
+    for k in np.flatnonzero(run.sent):
+        acked[plan.table[k]] += int(plan.rows[k])
+    deadline = perf() + int(VISIBLE_WAIT_S * 1e9)
+    while any(ingest.market_ingest_count(t, 2**62) < acked[t] for t in TABLES):
+        if perf() > deadline:
+            errors.append(f"acknowledged rows not all visible {VISIBLE_WAIT_S:g} s after the writers")
+            break
+        mark.check()
+        time.sleep(0.001)
+    mark.check()
+    final = mark.value if mark.value is not None else replay.open_ns
+    together = threading.Barrier(len(users))
+
+    def after(i: int) -> None:
+        p, log = users[i], logs[i]
+        times = probes(p, replay.open_ns, final)
+        together.wait()
+        try:
+            bound = dataclasses.replace(p, T=times)
+            for _ in range(repetitions):
+                log.keep(times, log.time("after", lambda: readers[i].run_query("M-SNAP", bound)))
+        except Exception as exc:
+            log.error = log.error or f"user {i} after the ingest: {type(exc).__name__}: {exc}"
+
+    _threads(len(users), after)
+    return {**_ingest_figures(plan, run, replay, mark), "final_watermark_ns": final,
+            "users": [lg.reply() for lg in logs], "polls": mark.polls,
+            "during_seconds": _seconds(logs, "during"), "after_seconds": _seconds(logs, "after")}
+
+
+def _ingest_figures(plan: Plan, run: Any, replay: MarketReplay, mark: Watermark) -> dict[str, Any]:
+    """Rows acknowledged per second, and acknowledged → visible per payload: from its
+    acknowledgement to the end of the first watermark check that proved every row up to its
+    last ts visible (an upper bound: the check may have begun before)."""
+    sent = np.flatnonzero(run.sent)
+    written = int(plan.rows[sent].sum()) if len(sent) else 0
+    acks = [int(run.ack[k]) for k in sent]
+    elapsed = max(1, max(acks, default=run.start) - run.start)
+    vis = latency.new()
+    checks = mark.checks
+    for k in sent:
+        last_ts = int(replay.event_ts[plan.events[k]].max())
+        ack = int(run.ack[k])
+        end = next((e for _, e, w in checks if w >= last_ts and e >= ack), None)
+        if end is not None:
+            latency.record(vis, max(1, end - ack), int(plan.rows[k]))
+    return {"planned": plan.total_rows, "written": written, "seconds": elapsed / 1e9,
+            "throughput": written / (elapsed / 1e9), "visibility_hdr": latency.encode(vis)}

@@ -214,6 +214,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ChdbMarket):
     session_conn: str | None = None
     ingest_conn: str | None = None  # the ingest store's session connection string, while open
     _links: Path | None = None  # where file() reads inputs through plain-named links (see file_glob)
+    _session_lock: threading.Lock = threading.Lock()  # shared by the adapter's copies (the users)
     ingest_mode: str = "default"
     _ingest_readers: threading.local | None = None
     _ingest_open: list[Connection]  # every connection ingest_open and the readers opened
@@ -272,7 +273,11 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ChdbMarket):
             raise RuntimeError("chDB is not started")
         self._query_last = False
         text = {name: param_text(value) for name, value in (params or {}).items()}
-        return self.session.query(sql, fmt, params=text)
+        # One session per process, not safe for concurrent queries (its parameters are
+        # session state): the market suite's users, threads over copies of this adapter,
+        # take turns on it (each query still uses ClickHouse's threads).
+        with self._session_lock:
+            return self.session.query(sql, fmt, params=text)
 
     def _scalars(self, sql: str, params: dict[str, Any] | None = None) -> list[int]:
         """The first row of a query of integers (a sum over no rows is 0)."""

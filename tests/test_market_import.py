@@ -4,6 +4,7 @@ and give every M- query's reference answer; bad input is refused or dropped and 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -89,6 +90,13 @@ def test_a_tardis_quotes_and_trades_capture_imports_as_a_market_dataset(market_t
     q = _quotes(ds)
     assert q.group_by("exchange", "sym").agg(ok=(pl.col("seq").diff().drop_nulls() > 0).all())["ok"].all()
     assert {q: answer(q, ds, market_params(ds, 7)).height for q in ("M-NBBO", "M-SNAP", "M-ASOF", "M-LAST")}
+    run = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--engines", "duckdb", "--suite", "market",
+                          "--data", str(ds.root), "--repetitions", "1", "--users", "1", "--out", str(tmp_path / "run")],
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-2000:]
+    records = json.loads((tmp_path / "run" / "results.json").read_text())["records"]
+    assert all(r["verified"] is True for r in records if r["benchmark"] in REFERENCES)
+    assert len([r for r in records if r["benchmark"] in REFERENCES]) == len(REFERENCES)
 
 
 def test_off_exchange_and_corrected_trades_are_refused_or_dropped_and_counted(market_tiny: Dataset,
@@ -125,3 +133,19 @@ def test_a_crossed_quote_or_bad_file_name_is_refused_naming_it(market_tiny: Data
     with pytest.raises(DatasetError, match="its day 9999-12-31 is outside"):
         import_dataset("taq", [late], tmp_path / "z")
     assert not any(p.name in ("x", "y", "z") for p in tmp_path.iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_the_market_suite_runs_on_a_taq_import_with_every_answer_verified(taq_import: Dataset, tmp_path: Path,
+                                                                        engine: str) -> None:
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--engines", engine, "--suite", "market",
+                           "--data", str(taq_import.root), "--repetitions", "1", "--users", "1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    records = json.loads((out / "results.json").read_text())["records"]
+    queries = [r for r in records if r["benchmark"] in REFERENCES]
+    assert len(queries) == len(REFERENCES)
+    assert all(r["status"] == "ok" and r["verified"] is True for r in queries), [
+        (r["benchmark"], r["status"], r.get("reason")) for r in queries if not r.get("verified")]

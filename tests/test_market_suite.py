@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import MARKET_TINY
 from tickbench.data.dataset import Dataset
-from tickbench.engines.base import Market, MarketBulkLoad, MarketStorage, Server
+from tickbench.engines.base import Market, MarketBulkLoad, MarketIngest, MarketStorage, Server
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.market_params import read_params_json
 from tickbench.market_reference import COLUMNS, answer
@@ -20,6 +20,7 @@ from tickbench.results import read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.session import RunError, run
 from tickbench.suites.market import LOADS, QUERY_IDS
+from tickbench.suites.market.users import users_id
 from tickbench.suites.registry import run_config, suite_options
 
 SEED = int(MARKET_TINY["seed"])
@@ -44,13 +45,16 @@ def test_market_suite_verifies(engine: str, market_tiny: Dataset, tmp_path: Path
         pytest.skip(f"{engine} not available here: {avail.reason}")
     info, cls = engine_infos()[engine], adapter_class(engine)
     out = tmp_path / "run"
-    # One user of M-VWAB-12D here; tests/test_market_users.py runs the users cells.
-    run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market",
-                   options=suite_options(users=(1,), ui_users=0),
+    # One engine load for the 15 queries, M-W, M-SE, the users cells (1 and 3 users) and M-SNAP
+    # during ingest (tests/test_market_users.py checks the users' machinery on a toy engine).
+    opts = suite_options(users=(1, 3), ui_users=3, ingest_rates=(None,), ingest_writers=(2,), ingest_seconds=2.0)
+    run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
                    protocol=Protocol(repetitions=2, timeout_s=120, save_answers=out / "answers")))
     results = read_results(out / "results.json")
     by_id = {r.benchmark: r for r in results.records}
-    assert set(by_id) == {*QUERY_IDS, "M-VWAB-12D/users=1", *LOADS}
+    users = [users_id("M-VWAB-12D", 1), users_id("M-VWAB-12D", 3), users_id("M-SNAP", 3), users_id("M-STATS-UI", 3)]
+    during = "M-SNAP/ingest/rate=max/writers=2"
+    assert set(by_id) == {*QUERY_IDS, *users, during, *LOADS}
     params = read_params_json(out / "answers" / engine / "params.json")
     for qid in QUERY_IDS:
         rec = by_id[qid]
@@ -64,6 +68,18 @@ def test_market_suite_verifies(engine: str, market_tiny: Dataset, tmp_path: Path
     for bench, cap in (("M-W", MarketBulkLoad), ("M-SE", MarketStorage)):
         expected = "ok" if issubclass(cls, cap) else "not_applicable"
         assert by_id[bench].status == expected, f"{bench}: {by_id[bench].status} {by_id[bench].reason}"
+    if issubclass(cls, MarketIngest):
+        assert by_id[during].status == "ok", f"during ingest: {by_id[during].status} {by_id[during].reason}"
+        assert by_id[during].verified is True and by_id[during].figures["after"]["queries"] == 3 * 2
+    else:
+        assert by_id[during].status == "unsupported" and by_id[during].reason
+    for bench in users:
+        rec = by_id[bench]
+        if rec.status == "unsupported":
+            assert rec.reason and (bench in info.unsupported or bench.split("/")[0] in info.unsupported)
+            continue
+        assert rec.status == "ok", f"{bench}: {rec.status} {rec.reason}"
+        assert rec.verified is True and len(rec.figures["per_user"]) == rec.figures["users"]
 
 
 def test_the_market_suite_refuses_the_paper_dataset(tiny: Dataset, tmp_path: Path) -> None:

@@ -1,13 +1,13 @@
 """The market suite's users (SPEC §2.3's last paragraph): M-VWAB-12D with several users, M-SNAP
 and M-STATS-UI with several, each user its own client and parameters, every answer of every
 user verified, the per-user figures and the harness's ceiling recorded, on a toy engine (the
-runner's machinery) and on every engine with the market capability."""
+runner's machinery); tests/test_market_suite.py runs the users cells on every engine with the
+market capability."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 import pytest
@@ -16,8 +16,6 @@ from tests.conftest import MARKET_TINY
 from tests.market_toy import install_toy
 from tickbench.cli import write_reports
 from tickbench.data.dataset import Dataset
-from tickbench.engines.base import Market, MarketIngest, Server
-from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.market_params import market_params, read_params_json, user_params
 from tickbench.market_reference import COLUMNS, answer
 from tickbench.results import Record, read_results
@@ -103,47 +101,6 @@ def test_a_user_count_the_engine_declares_beyond_it_is_recorded_with_the_reason(
     assert rec.status == "unsupported" and rec.reason == "one writer, two readers at most"
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["config"]["options"]["market"]["users"] == [3]
-
-
-def _market_engines() -> list[Any]:
-    out: list[Any] = []
-    for name in engine_infos():
-        try:
-            cls = adapter_class(name)
-        except ImportError:
-            continue
-        if issubclass(cls, Market):
-            marks = [pytest.mark.slow] + ([pytest.mark.server] if issubclass(cls, Server) else [])
-            out.append(pytest.param(name, marks=marks, id=name))
-    return out
-
-
-@pytest.mark.parametrize("engine", _market_engines())
-def test_users_on_every_market_engine(engine: str, market_tiny: Dataset, tmp_path: Path) -> None:
-    """Every engine with the market capability: the users cells, and M-SNAP during ingest where
-    it has a market streaming path (else unsupported, with the reason), every answer verified."""
-    if not (avail := availability(engine)).available:
-        pytest.skip(f"{engine} not available here: {avail.reason}")
-    info = engine_infos()[engine]
-    out = tmp_path / "run"
-    opts = suite_options(users=(1, 3), ui_users=3, ingest_rates=(None,), ingest_writers=(2,), ingest_seconds=2.0)
-    run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
-                   protocol=Protocol(repetitions=2, timeout_s=120)))
-    recs = {r.benchmark: r for r in read_results(out / "results.json").records}
-    during = recs["M-SNAP/ingest/rate=max/writers=2"]
-    if issubclass(adapter_class(engine), MarketIngest):
-        assert during.status == "ok", f"during ingest: {during.status} {during.reason}"
-        assert during.verified is True and during.figures["after"]["queries"] == 3 * 2
-    else:
-        assert during.status == "unsupported" and during.reason
-    for bench in (users_id("M-VWAB-12D", 1), users_id("M-VWAB-12D", 3), users_id("M-SNAP", 3),
-                  users_id("M-STATS-UI", 3)):
-        rec = recs[bench]
-        if rec.status == "unsupported":
-            assert rec.reason and (bench in info.unsupported or bench.split("/")[0] in info.unsupported)
-            continue
-        assert rec.status == "ok", f"{bench}: {rec.status} {rec.reason}"
-        assert rec.verified is True and len(rec.figures["per_user"]) == rec.figures["users"]
 
 
 @pytest.mark.slow

@@ -9,9 +9,6 @@ parameters; results come back as Arrow.
 
 from __future__ import annotations
 
-import datetime as dt
-import functools
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -19,60 +16,28 @@ from typing import Any
 import datafusion
 import pyarrow as pa
 from datafusion import DataFrame, SessionConfig, SessionContext, col
-from datafusion.dataframe import DataFrameWriteOptions, ParquetColumnOptions, ParquetWriterOptions
+from datafusion.dataframe import DataFrameWriteOptions
 
 from tickbench.data.dataset import MARKET
 from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import BulkLoad, Engine, LoadFigures, SharedReaders, Storage
 from tickbench.engines.datafusion.market import DataFusionMarket, register_market
+from tickbench.engines.datafusion.store import (
+    DURABILITY,
+    PART_FILE,
+    READ_SETTINGS,
+    ROW_GROUP_ROWS,
+    STRING_COLUMNS,
+    day_dir,
+    fsync_path,
+    read_files,
+    session,
+    write_baseline,
+    writer_options,
+)
 
 PARAM = re.compile(r"\$([a-z][a-z0-9_]*)")
 SORT_KEY = ("sym", "exchange", "ts")
-PART_FILE = "part-0.parquet"
-# Rows per row group: at SF 1 a day's book holds about 1.1 M rows, so a row group is a few hours
-# of one instrument; the page index (statistics per data page of at most 20,000 rows) narrows a
-# point lookup inside it.
-ROW_GROUP_ROWS = 131_072
-STRING_COLUMNS = ("exchange", "sym", "side")
-# Reading: filters evaluated inside the Parquet decoder (late materialization: ts and sym first,
-# the other columns only for the rows that pass), cheapest first; statistics and the page index
-# on (DataFusion's defaults, stated); the declared sort order used to avoid re-sorting; joins
-# kept in the order the query writes them (O-T's and O-NBBO's fallbacks rely on their build side
-# being the missed probes: an empty build side leaves the month's scan unopened).
-READ_SETTINGS = {
-    "datafusion.execution.parquet.pushdown_filters": "true",
-    "datafusion.execution.parquet.reorder_filters": "true",
-    "datafusion.execution.parquet.enable_page_index": "true",
-    "datafusion.execution.parquet.pruning": "true",
-    "datafusion.execution.collect_statistics": "true",
-    "datafusion.optimizer.prefer_existing_sort": "true",
-    "datafusion.optimizer.join_reordering": "false",
-}
-DURABILITY = "every Parquet file written, then fsynced with its directories, before the clock stops"
-
-
-def writer_options() -> ParquetWriterOptions:
-    """zstd(3), statistics and the page index per page, dictionaries for the strings only (on
-    the unique timestamps and prices they cost a third more space than plain pages)."""
-    strings = {name: ParquetColumnOptions(dictionary_enabled=True) for name in STRING_COLUMNS}
-    return ParquetWriterOptions(
-        compression="zstd(3)",
-        statistics_enabled="page",
-        max_row_group_size=ROW_GROUP_ROWS,
-        dictionary_enabled=False,
-        column_specific_options=strings,
-        created_by=f"datafusion-python {datafusion.__version__} (tickbench)",
-    )
-
-
-def session() -> SessionContext:
-    """A session with the read settings above."""
-    config = SessionConfig().with_information_schema(True)
-    for key, value in READ_SETTINGS.items():
-        config = config.set(key, value)
-    return SessionContext(config)
-
-
 def sort_exprs() -> list[Any]:
     return [col(name).sort(ascending=True, nulls_first=False) for name in SORT_KEY]
 
@@ -86,19 +51,6 @@ def register_store(ctx: SessionContext, store: Path) -> None:
         (store / table).mkdir(parents=True, exist_ok=True)
         ctx.register_listing_table(table, f"{store / table}/", table_partition_cols=[("day", pa.string())],
                                    file_extension=".parquet", schema=SCHEMAS[table], file_sort_order=[sort_exprs()])
-
-
-def day_dir(store: Path, table: str, day: str) -> Path:
-    """``store/<table>/day=<day>``; ``day`` must be an ISO date (it comes from the dataset)."""
-    return store / table / f"day={dt.date.fromisoformat(day).isoformat()}"
-
-
-def fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_day(ctx: SessionContext, source: DataFrame, dest: Path) -> None:
@@ -158,11 +110,6 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
             raise RuntimeError("DataFusion is not started")
         return self.ctx
 
-    def _source(self, ctx: SessionContext, files: list[Path]) -> DataFrame:
-        """The dataset's Parquet files, read with the table's schema, as one frame."""
-        frames = [ctx.read_parquet(str(f)) for f in files]
-        return functools.reduce(lambda a, b: a.union(b), frames)
-
     def _write_store(self, store: Path, days: list[str]) -> int:
         """Write ``days`` of both tables from the dataset's Parquet into ``store``; return rows."""
         ctx = session()
@@ -170,7 +117,7 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
             for day in days:
                 files = self.dataset.files(table, [day])
                 if files:
-                    write_day(ctx, self._source(ctx, files), day_dir(store, table, day))
+                    write_day(ctx, read_files(ctx, files), day_dir(store, table, day))
             fsync_path(store / table)
         return _count_rows(store)
 
@@ -220,7 +167,7 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
                 # an empty Parquet file of the schema when the day has none of the table's rows
                 files = self.dataset.input_files(table, [day], scratch)
                 nbytes += sum(f.stat().st_size for f in files)
-                source = self._source(ctx, files)
+                source = read_files(ctx, files)
             write_day(ctx, source, day_dir(store, table, day))
             fsync_path(store / table)
         return LoadFigures(rows=_count_rows(store), input_bytes=nbytes,
@@ -233,23 +180,17 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
         scratch.mkdir(parents=True, exist_ok=True)
         ctx = SessionContext()
         nbytes = 0
-        written = []
+        sources = []
         for table in TABLES:
-            target = scratch / f"{table}.parquet"
-            target.unlink(missing_ok=True)
             if fmt == "csv":
                 path = self.dataset.csv_file(table)
                 nbytes += path.stat().st_size
-                source = ctx.read_csv(str(path))
+                sources.append((ctx.read_csv(str(path)), scratch / f"{table}.parquet"))
             else:
                 files = self.dataset.input_files(table, [self.dataset.bulk_day], scratch)
                 nbytes += sum(f.stat().st_size for f in files)
-                source = self._source(ctx, files)
-            source.write_parquet(str(target))
-            fsync_path(target)
-            written.append(target)
-        fsync_path(scratch)
-        rows = sum(SessionContext().read_parquet(str(p)).count() for p in written)
+                sources.append((read_files(ctx, files), scratch / f"{table}.parquet"))
+        rows = write_baseline(sources, scratch)
         return LoadFigures(rows=rows, input_bytes=nbytes, detail={"durability": DURABILITY})
 
     def storage_bytes(self) -> dict[str, int]:

@@ -10,11 +10,8 @@ min/max statistics on ts), and inside it the row groups and pages of its instrum
 
 from __future__ import annotations
 
-import functools
-import importlib
 from abc import abstractmethod
 from pathlib import Path
-from types import ModuleType
 
 import pyarrow as pa
 from datafusion import DataFrame, SessionContext, col
@@ -24,18 +21,12 @@ from datafusion.expr import SortExpr
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
+from tickbench.engines.datafusion import store as st
 from tickbench.market_params import MarketParams
 
 # Each day's order: the instrument, then time, then the ties' order of SPEC §2.3.
 ORDER = {"quotes": ("sym", "ts", "exchange", "seq"), "trades": ("sym", "ts", "exchange", "trade_id"),
          "instruments": ("sym",)}
-DURABILITY = "every Parquet file written, then fsynced with its directories, before the clock stops"
-
-
-def _paper() -> ModuleType:
-    """The paper store's module (its writer options and helpers), imported when first used: it
-    imports this module for its Adapter's class line."""
-    return importlib.import_module("tickbench.engines.datafusion.adapter")
 
 
 def _sorted(table: str) -> list[SortExpr]:
@@ -61,18 +52,18 @@ def write_sorted(source: DataFrame, table: str, dest: Path) -> None:
     """``source`` sorted by ``table``'s order into ``dest/part-0.parquet``, fsynced (the file,
     then the directories up to the table's)."""
     dest.mkdir(parents=True, exist_ok=True)
-    target = dest / _paper().PART_FILE
+    target = dest / st.PART_FILE
     target.unlink(missing_ok=True)
     source.sort(*_sorted(table)).write_parquet_with_options(
-        str(target), _paper().writer_options(), DataFrameWriteOptions(single_file_output=True))
-    _paper().fsync_path(target)
-    _paper().fsync_path(dest)
-    _paper().fsync_path(dest.parent)
+        str(target), st.writer_options(), DataFrameWriteOptions(single_file_output=True))
+    st.fsync_path(target)
+    st.fsync_path(dest)
+    st.fsync_path(dest.parent)
 
 
 def _count(store: Path) -> int:
     """Rows of quotes and trades in ``store``, read back through a fresh listing of it."""
-    ctx = _paper().session()
+    ctx = st.session()
     register_market(ctx, store)
     return sum(ctx.table(t).count() for t in MARKET_TABLES)
 
@@ -105,37 +96,32 @@ class DataFusionMarket(Market, MarketBulkLoad, MarketStorage):
             raise TypeError("the market capabilities run with the market dataset's parameters")
         return params
 
-    def _source(self, ctx: SessionContext, files: list[Path]) -> DataFrame:
-        """The dataset's Parquet files as one frame."""
-        frames = [ctx.read_parquet(str(f)) for f in files]
-        return functools.reduce(lambda a, b: a.union(b), frames)
-
     def _write_days(self, store: Path, days: list[str]) -> None:
-        ctx = _paper().session()
+        ctx = st.session()
         for table in MARKET_TABLES:
             for day in days:  # one day's sort at a time
                 files = self.dataset.files(table, [day])
                 if files:
-                    write_sorted(self._source(ctx, files), table, _paper().day_dir(store, table, day))
+                    write_sorted(st.read_files(ctx, files), table, st.day_dir(store, table, day))
             (store / table).mkdir(parents=True, exist_ok=True)
-            _paper().fsync_path(store / table)
+            st.fsync_path(store / table)
 
     def load_market(self) -> int:
         store = self.market_store
-        ctx = _paper().session()
+        ctx = st.session()
         write_sorted(ctx.read_parquet(str(self.dataset.root / "instruments.parquet")), "instruments",
                      store / "instruments")
         self._write_days(store, self._market.load_days())
-        _paper().fsync_path(store)
+        st.fsync_path(store)
         self.ctx = self._open()  # a fresh session lists the files just written
         return _count(store)
 
     def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
         store = scratch / "market"
         day = self._market.D
-        for part in store.glob(f"*/day=*/{_paper().PART_FILE}"):
+        for part in store.glob(f"*/day=*/{st.PART_FILE}"):
             part.unlink()
-        ctx = _paper().session()
+        ctx = st.session()
         nbytes = 0
         for table in MARKET_TABLES:
             if fmt == "csv":
@@ -146,12 +132,12 @@ class DataFusionMarket(Market, MarketBulkLoad, MarketStorage):
             else:
                 files = self.dataset.input_files(table, [day], scratch)
                 nbytes += sum(f.stat().st_size for f in files)
-                source = self._source(ctx, files)
-            write_sorted(source, table, _paper().day_dir(store, table, day))
-            _paper().fsync_path(store / table)
+                source = st.read_files(ctx, files)
+            write_sorted(source, table, st.day_dir(store, table, day))
+            st.fsync_path(store / table)
         return LoadFigures(rows=_count(store), input_bytes=nbytes,
-                           detail={"durability": DURABILITY,
-                                   "layout": f"day={day}/{_paper().PART_FILE} per table, sorted by (sym, ts)"})
+                           detail={"durability": st.DURABILITY,
+                                   "layout": f"day={day}/{st.PART_FILE} per table, sorted by (sym, ts)"})
 
     def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """DataFusion's simplest path: each file read (CSV with an inferred schema) and written as
@@ -159,24 +145,18 @@ class DataFusionMarket(Market, MarketBulkLoad, MarketStorage):
         scratch.mkdir(parents=True, exist_ok=True)
         ctx = SessionContext()
         nbytes = 0
-        written = []
+        sources = []
         for table in MARKET_TABLES:
-            target = scratch / f"market-{table}.parquet"
-            target.unlink(missing_ok=True)
             if fmt == "csv":
                 path = self.dataset.csv_file(table)
                 nbytes += path.stat().st_size
-                source = ctx.read_csv(str(path))
+                sources.append((ctx.read_csv(str(path)), scratch / f"market-{table}.parquet"))
             else:
                 files = self.dataset.input_files(table, [self._market.D], scratch)
                 nbytes += sum(f.stat().st_size for f in files)
-                source = self._source(ctx, files)
-            source.write_parquet(str(target))
-            _paper().fsync_path(target)
-            written.append(target)
-        _paper().fsync_path(scratch)
-        rows = sum(SessionContext().read_parquet(str(p)).count() for p in written)
-        return LoadFigures(rows=rows, input_bytes=nbytes, detail={"durability": DURABILITY})
+                sources.append((st.read_files(ctx, files), scratch / f"market-{table}.parquet"))
+        rows = st.write_baseline(sources, scratch)
+        return LoadFigures(rows=rows, input_bytes=nbytes, detail={"durability": st.DURABILITY})
 
     def market_storage_bytes(self) -> dict[str, int]:
         """The market store's files: the 20 days of quotes and trades, and the instruments."""

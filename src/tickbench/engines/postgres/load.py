@@ -101,17 +101,7 @@ class PostgresLoad(PostgresServer, BulkLoad, Storage):
         """Binary COPY data of ``table``'s Parquet files for ``days``, in (sym, exchange, ts)
         order: the files are (day, exchange, sym) partitions in time order."""
         entries = sorted(self.dataset.entries(table, days), key=lambda e: (e["sym"], e["exchange"], e["day"]))
-        files = [self.dataset.root / e["path"] for e in entries]
-
-        def chunks() -> Iterator[bytes]:
-            yield pgcopy.HEADER
-            for f in files:
-                data = pq.read_table(f)
-                if not pgcopy.encodable(data):
-                    raise RuntimeError(f"{f}: nulls or unexpected types; binary COPY needs the SPEC schema")
-                yield from pgcopy.encode(data)
-            yield pgcopy.TRAILER
-        return chunks
+        return pgcopy.parquet_chunks([self.dataset.root / e["path"] for e in entries])
 
     def _load_files(self, dbname: str, days: list[str], sources: dict[str, Callable[[], Iterator[bytes]]],
                     fmt: str) -> int:

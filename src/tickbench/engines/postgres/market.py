@@ -57,19 +57,6 @@ def csv_chunks(path: Path) -> Callable[[], Iterator[bytes]]:
     return chunks
 
 
-def parquet_chunks(files: list[Path]) -> Callable[[], Iterator[bytes]]:
-    """Binary COPY data of ``files`` (a day's part files, rows by sym then time), in file order."""
-    def chunks() -> Iterator[bytes]:
-        yield pgcopy.HEADER
-        for f in files:
-            data = pq.read_table(f)
-            if not pgcopy.encodable(data):
-                raise RuntimeError(f"{f}: nulls or unexpected types; binary COPY needs the SPEC schema")
-            yield from pgcopy.encode(data)
-        yield pgcopy.TRAILER
-    return chunks
-
-
 class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
     """The market capabilities of the PostgreSQL adapter and of the engines built on it."""
 
@@ -157,7 +144,8 @@ class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
         return {day_partition(t, d): (t, [d]) for t in MARKET_TABLES for d in days}
 
     def _parquet_sources(self, days: list[str]) -> dict[str, Callable[[], Iterator[bytes]]]:
-        return {name: parquet_chunks(self.dataset.files(t, ds)) for name, (t, ds) in self._market_targets(days).items()}
+        targets = self._market_targets(days).items()
+        return {name: pgcopy.parquet_chunks(self.dataset.files(t, ds)) for name, (t, ds) in targets}
 
     def _market_finish(self, c: psycopg.Connection[Any]) -> None:
         """After the COPYs: the indexes, then the statistics."""

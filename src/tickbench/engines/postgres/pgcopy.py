@@ -10,13 +10,15 @@ column by column with no per-row Python.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from tickbench.data.schema import SCHEMAS
 
@@ -141,3 +143,17 @@ def result_arrow(table: str | None, cur: psycopg.Cursor[Any]) -> pa.Table:
     names = [d.name for d in cur.description]
     out = to_arrow(names, [d.type_code for d in cur.description], cur.fetchall())
     return out.cast(SCHEMAS[table]) if table is not None else out
+
+
+def parquet_chunks(files: list[Path]) -> Callable[[], Iterator[bytes]]:
+    """Binary COPY data of the Parquet ``files``, in file order (a stream per COPY: a callable,
+    so a retried COPY starts it again)."""
+    def chunks() -> Iterator[bytes]:
+        yield HEADER
+        for f in files:
+            data = pq.read_table(f)
+            if not encodable(data):
+                raise RuntimeError(f"{f}: nulls or unexpected types; binary COPY needs the SPEC schema")
+            yield from encode(data)
+        yield TRAILER
+    return chunks

@@ -153,6 +153,26 @@ class InfluxDBLoad(InfluxDBServer, BulkLoad, Storage):
         return (f"wal-fsync-delay={self.wal_fsync_delay}: each /write is acknowledged (HTTP 204) only after "
                 "the WAL entry holding its points is fsynced, so every row is on disk when W returns")
 
+    def _influx_import(self, db: str, bodies: Iterable[bytes], scratch: Path) -> int:
+        """``influx -import`` (its defaults) of the line-protocol ``bodies`` into ``db``, through a
+        file in ``scratch`` removed afterwards (the importer's input, not the store); its bytes."""
+        path = scratch / f"{db}.lp"
+        with open(path, "wb") as out:
+            out.write(f"# DML\n# CONTEXT-DATABASE: {db}\n".encode())
+            for body in bodies:
+                out.write(body)
+        user, password = self.credentials() or ("", "")
+        done = subprocess.run(
+            [str(bin_dir() / "influx"), "-host", LOOPBACK, "-port", str(self.http_port),
+             "-import", "-path", str(path), "-precision", "ns"],
+            capture_output=True, text=True,  # the credentials in its environment, not on its command line
+            env={**os.environ, "INFLUX_USERNAME": user, "INFLUX_PASSWORD": password})
+        lp_bytes = path.stat().st_size
+        path.unlink()
+        if done.returncode != 0:
+            raise RuntimeError(f"influx -import failed: {done.stderr[-2000:]}")
+        return lp_bytes
+
     def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """InfluxDB's own importer, ``influx -import``, with its defaults (5000 points per
         request, one request at a time) on a line-protocol file made from the same input:
@@ -162,21 +182,7 @@ class InfluxDBLoad(InfluxDBServer, BulkLoad, Storage):
         db = f"baseline_{fmt}"
         self._create(db)
         scratch.mkdir(parents=True, exist_ok=True)
-        path = scratch / f"{db}.lp"
-        with open(path, "wb") as out:
-            out.write(f"# DML\n# CONTEXT-DATABASE: {db}\n".encode())
-            for body in line_batches(frames):
-                out.write(body)
-        user, password = self.credentials() or ("", "")
-        done = subprocess.run(
-            [str(bin_dir() / "influx"), "-host", LOOPBACK, "-port", str(self.http_port),
-             "-import", "-path", str(path), "-precision", "ns"],
-            capture_output=True, text=True,  # the credentials in its environment, not on its command line
-            env={**os.environ, "INFLUX_USERNAME": user, "INFLUX_PASSWORD": password})
-        lp_bytes = path.stat().st_size
-        path.unlink()  # the importer's input, not part of the store
-        if done.returncode != 0:
-            raise RuntimeError(f"influx -import failed: {done.stderr[-2000:]}")
+        lp_bytes = self._influx_import(db, line_batches(frames), scratch)
         self._expected[db] = expected  # checked by pending_visibility, which the runner calls next
         return LoadFigures(rows=expected, input_bytes=nbytes, detail={
             "database": db, "tool": "influx -import", "line_protocol_bytes": lp_bytes,

@@ -32,9 +32,7 @@ orders only by time).
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,9 +47,7 @@ from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
 from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES
 from tickbench.engines.influxdb.load import du
-from tickbench.engines.influxdb.server import bin_dir
 from tickbench.engines.influxdb.writer import Session
-from tickbench.engines.server import LOOPBACK
 from tickbench.market_params import MarketParams
 from tickbench.market_reference import COLUMNS, SORT  # the answers' columns, types and row order
 
@@ -286,6 +282,7 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
         def _shards(self, db: str) -> list[tuple[int, str, str]]: ...
         def w_durability(self) -> str: ...
         def credentials(self) -> tuple[str, str] | None: ...
+        def _influx_import(self, db: str, bodies: Iterable[bytes], scratch: Path) -> int: ...
 
     @property
     def market(self) -> MarketParams:
@@ -358,21 +355,7 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
         db = f"mw_baseline_{fmt}"
         self._create(db)
         scratch.mkdir(parents=True, exist_ok=True)
-        path = scratch / f"{db}.lp"
-        with open(path, "wb") as out:
-            out.write(f"# DML\n# CONTEXT-DATABASE: {db}\n".encode())
-            for body in batches(LINES[t](f) for t, f in frames.items()):
-                out.write(body)
-        user, password = self.credentials() or ("", "")
-        done = subprocess.run(
-            [str(bin_dir() / "influx"), "-host", LOOPBACK, "-port", str(self.http_port),
-             "-import", "-path", str(path), "-precision", "ns"],
-            capture_output=True, text=True,  # the credentials in its environment, not on its command line
-            env={**os.environ, "INFLUX_USERNAME": user, "INFLUX_PASSWORD": password})
-        lp_bytes = path.stat().st_size
-        path.unlink()  # the importer's input, not part of the store
-        if done.returncode != 0:
-            raise RuntimeError(f"influx -import failed: {done.stderr[-2000:]}")
+        lp_bytes = self._influx_import(db, batches(LINES[t](f) for t, f in frames.items()), scratch)
         self._expected[db] = expected
         return LoadFigures(rows=expected, input_bytes=nbytes, detail={
             "database": db, "tool": "influx -import", "line_protocol_bytes": lp_bytes,

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tickbench.engines.base import BulkLoad, Ingest, Storage, kind_of
+from tickbench.engines.base import BulkLoad, Engine, Ingest, Storage, kind_of
 from tickbench.engines.registry import adapter_class, engine_infos
+from tickbench.suites.market.suite import MarketSuite
 
 TOY_TOML = '''
 title = "Toy (DuckDB over the Parquet files)"
@@ -153,7 +154,11 @@ def test_an_engine_without_the_market_capability_is_recorded_with_the_reason(toy
                    str(market_tiny_dir), "--repetitions", "1", "--out", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     records = json.loads((out / "results.json").read_text())["records"]
-    assert len(records) == 17 and all(r["status"] == "unsupported" and "market" in r["reason"] for r in records)
+    suite = MarketSuite()
+    expected = suite.cell_ids(suite.defaults(), Engine)
+    assert len(expected) > 17  # the 15 queries, M-W, M-SE and the default users and during-ingest cells
+    assert sorted(r["benchmark"] for r in records) == sorted(expected)
+    assert all(r["status"] == "unsupported" and "market" in r["reason"] for r in records)
 
 
 @pytest.mark.parametrize("name", list(engine_infos()))

@@ -18,6 +18,7 @@ from tickbench.data.dataset import MARKET, Dataset, DatasetError
 from tickbench.data.importers import ImportFailure, import_dataset
 from tickbench.data.market_validate import TRADE_WITHOUT_QUOTES, VENUE_CROSSED
 from tickbench.data.validate import validate
+from tickbench.engines.registry import availability
 from tickbench.market_params import market_params
 from tickbench.market_reference import REFERENCES, answer
 
@@ -136,12 +137,15 @@ def test_a_crossed_quote_or_bad_file_name_is_refused_naming_it(market_tiny: Data
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+@pytest.mark.parametrize("engine", ["duckdb", "polars", pytest.param("questdb", marks=pytest.mark.server)])
 def test_the_market_suite_runs_on_a_taq_import_with_every_answer_verified(taq_import: Dataset, tmp_path: Path,
                                                                         engine: str) -> None:
+    if not (avail := availability(engine)).available:
+        pytest.skip(f"{engine} not available here: {avail.reason}")
     out = tmp_path / "run"
     done = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--engines", engine, "--suite", "market",
-                           "--data", str(taq_import.root), "--repetitions", "1", "--users", "1", "--out", str(out)],
+                           "--data", str(taq_import.root), "--repetitions", "1", "--users", "1", "--ui-users", "0",
+                           "--out", str(out)],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     records = json.loads((out / "results.json").read_text())["records"]

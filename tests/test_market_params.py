@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -121,6 +122,12 @@ def test_params_json_has_the_spec_form_and_reads_back(market_tiny_params: Market
     user = tmp_path / "answers" / "duckdb" / "users" / "2" / "params.json"
     write_params_json(user, p)
     assert read_params_json(user, user=2).user == 2
+    # An imported calendar's session and venues are written and read back; the generated ones are implicit.
+    imported = dataclasses.replace(p, session=(3600, 7200), venues=("XNYS", "LTSE"))
+    write_params_json(path, imported)
+    raw = json.loads(path.read_text())
+    assert raw["session"] == {"open_s": 3600, "close_s": 7200} and raw["venues"] == ["XNYS", "LTSE"]
+    assert read_params_json(path) == imported and imported.bindings()["venues"] == ["XNYS", "LTSE"]
     (tmp_path / "bad.json").write_text('{"D": "2024-01-16"}')
     with pytest.raises(MarketParamsError, match=r"not a market suite params\.json"):
         read_params_json(tmp_path / "bad.json")

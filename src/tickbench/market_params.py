@@ -35,6 +35,7 @@ UI_MIN_S = 60.0  # a UI window lasts from a minute to the whole session (log-uni
 NS_PER_US = 1_000
 STREAM = "market-params"
 GENERATED_SESSION = (mc.SESSION_OPEN_S, mc.SESSION_CLOSE_S)
+GENERATED_VENUES = mc.VENUES
 
 
 class MarketParamsError(ValueError):
@@ -73,6 +74,7 @@ class MarketParams:
     VWAB12D: UserBlock
     user: int = 0
     session: tuple[int, int] = GENERATED_SESSION  # [open, close), seconds of the UTC day
+    venues: tuple[str, ...] = GENERATED_VENUES  # the calendar's venues, in its order
 
     def bindings(self) -> dict[str, Any]:
         """The named parameters the engines' market query files bind (``$name``): every time as a
@@ -84,6 +86,8 @@ class MarketParams:
         * ``session_open_minute``: the session's open as whole minutes of the UTC day (870 for
           14:30; M-VOLCURV's buckets count from it); ``m_day_count``: how many days M has (20;
           M-VOLCURV's divisor);
+        * ``venues``: the calendar's venues (the eight of SPEC §1.3 in the generated calendar; an
+          engine that must name each venue in a query, as a pivot does, repeats a part per venue);
         * ``b_syms``, ``b50_syms``: B and B50;
         * ``t_times``: T, sorted;
         * ``p_exchanges``, ``p_syms``, ``p_trade_ids``: P as three parallel lists;
@@ -103,7 +107,7 @@ class MarketParams:
 
         open_ns, close_ns = self.calendar_session_ns(self.D)
         return {
-            "session_open_minute": self.session[0] // 60, "m_day_count": len(self.M),
+            "session_open_minute": self.session[0] // 60, "m_day_count": len(self.M), "venues": list(self.venues),
             "d_start": day_start(self.D), "d_end": day_end(self.D), "d_open": at(open_ns), "d_close": at(close_ns),
             "w_start": day_start(self.W[0]), "w_end": day_end(self.W[-1]),
             "m_start": day_start(self.M[0]), "m_end": day_end(self.M[-1]),
@@ -148,6 +152,7 @@ class MarketParams:
             # an imported calendar's session (the generated one's is SPEC §2.3's, left implicit)
             **({} if self.session == GENERATED_SESSION else
                {"session": {"open_s": self.session[0], "close_s": self.session[1]}}),
+            **({} if self.venues == GENERATED_VENUES else {"venues": list(self.venues)}),
         }
 
     @classmethod
@@ -165,6 +170,7 @@ class MarketParams:
                 user=user,
                 session=(int(raw["session"]["open_s"]), int(raw["session"]["close_s"])) if "session" in raw
                 else GENERATED_SESSION,
+                venues=tuple(map(str, raw["venues"])) if "venues" in raw else GENERATED_VENUES,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise MarketParamsError(f"not a market suite params.json ({type(exc).__name__}: {exc})") from None
@@ -332,7 +338,7 @@ def market_params(ds: Dataset, seed: int, user: int = 0) -> MarketParams:
         D=d, W=tuple(map(str, raw["W"])), M=month, B=basket, B50=draw_b50(seed, names),
         T=draw_times(seed, d, user, cal), P=draw_trades(seed, ds, d, basket),
         UI=draw_requests(seed, names, d, user, cal), VWAB12D=draw_block(seed, names, month, user), user=user,
-        session=(cal.open_s, cal.close_s),
+        session=(cal.open_s, cal.close_s), venues=cal.venues,
     )
 
 

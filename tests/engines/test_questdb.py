@@ -60,6 +60,18 @@ def test_bind_writes_lists_dates_and_hostile_names_as_literals() -> None:
                    "AND n IN (3, -4) AND s = 'back\\slash''' AND e IN (NULL)")
 
 
+def test_bind_repeats_a_part_per_venue_of_the_calendar() -> None:
+    from tickbench.engines.questdb.schema import bind
+
+    out = bind("greatest(<<venues: b_@i>>), <<venues:\n last(CASE WHEN exchange = $item THEN bid END) AS b_@i>> "
+               "WHERE ts >= $d", {"venues": ["XNYS", "Z'); DROP TABLE quotes; --"], "d": dt.date(2024, 1, 2)})
+    assert out == ("greatest(b_0, b_1), last(CASE WHEN exchange = 'XNYS' THEN bid END) AS b_0, "
+                   "last(CASE WHEN exchange = 'Z''); DROP TABLE quotes; --' THEN bid END) AS b_1 "
+                   "WHERE ts >= '2024-01-02'")
+    with pytest.raises(ValueError, match="non-empty list"):
+        bind("<<venues: b_@i>>", {"venues": []})
+
+
 def test_imp_schema_follows_schema_sql() -> None:
     from tickbench.data.schema import SCHEMAS
     from tickbench.engines.questdb.schema import TS_PATTERN, imp_schema

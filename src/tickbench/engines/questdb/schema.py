@@ -48,6 +48,25 @@ def imp_schema(table: str) -> list[dict[str, str]]:
     return out
 
 
+# ``<<name: part>>``: ``part`` once per item of the list binding ``name``, joined by commas.
+REPEAT = re.compile(r"<<([a-z][a-z0-9_]*):(.*?)>>", re.S)
+
+
+def _literal(value: Any, name: str) -> str:
+    """The QuestDB SQL literal of one bound value (see :func:`bind`)."""
+    if isinstance(value, list):
+        return ", ".join(_literal(v, name) for v in value) or "NULL"
+    if isinstance(value, dt.datetime):
+        return "'" + value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") + "'"
+    if isinstance(value, dt.date):
+        return "'" + value.isoformat() + "'"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(int(value))
+    raise TypeError(f"${name}: no QuestDB literal for {type(value).__name__}")
+
+
 def bind(sql: str, bindings: dict[str, Any]) -> str:
     """Substitute each ``$name`` in a query file with the SQL literal of ``bindings[name]``.
 
@@ -57,26 +76,25 @@ def bind(sql: str, bindings: dict[str, Any]) -> str:
     with ``'`` doubled (QuestDB's only escape: a backslash is an ordinary character), an int as
     its digits; ``$name`` of a list is its items' literals joined by commas (for ``IN (…)``;
     ``NULL`` when empty, which matches nothing), and ``$name_N`` is item N of the list.
+
+    ``<<name: part>>`` repeats ``part`` for each item of the list ``bindings[name]``, joined by
+    commas, with ``$item`` as the item's literal and ``@i`` as its position (0, 1, …: for the
+    names of columns made per item, which thus never come from data) — a pivot over the
+    dataset's venues, which QuestDB cannot pivot by itself.
     """
 
+    def repeat(match: re.Match[str]) -> str:
+        items = bindings[match.group(1)]
+        if not isinstance(items, list) or not items:
+            raise ValueError(f"<<{match.group(1)}: …>> needs a non-empty list binding")
+        return ", ".join(match.group(2).strip().replace("$item", _literal(v, match.group(1))).replace("@i", str(i))
+                         for i, v in enumerate(items))
+
+    sql = REPEAT.sub(repeat, sql)
     # A list binding's items are $name_0, $name_1, … (the probe times of an unrolled query).
     flat = {**bindings, **{f"{k}_{i}": v for k, vs in bindings.items() if isinstance(vs, list)
                            for i, v in enumerate(vs)}}
-
-    def literal(value: Any, name: str) -> str:
-        if isinstance(value, list):
-            return ", ".join(literal(v, name) for v in value) or "NULL"
-        if isinstance(value, dt.datetime):
-            return "'" + value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") + "'"
-        if isinstance(value, dt.date):
-            return "'" + value.isoformat() + "'"
-        if isinstance(value, str):
-            return "'" + value.replace("'", "''") + "'"
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(int(value))
-        raise TypeError(f"${name}: no QuestDB literal for {type(value).__name__}")
-
-    return PARAM.sub(lambda m: literal(flat[m.group(1)], m.group(1)), sql)
+    return PARAM.sub(lambda m: _literal(flat[m.group(1)], m.group(1)), sql)
 
 
 def _row_layout(table: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:

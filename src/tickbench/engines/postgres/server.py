@@ -54,6 +54,9 @@ SERVER_SETTINGS = {
     "wal_level": "minimal",
     "max_wal_senders": "0",
     "max_wal_size": "4GB",  # no checkpoint forced in the middle of a bulk load
+    # the market suite's 100 users, each a client of its own with two connections (ADBC for the
+    # results, psycopg for the rest), beside the run's own clients and the writers
+    "max_connections": "300",
     "shared_buffers": "1GB",
     "work_mem": "64MB",  # a month's hash aggregates and sorts stay in memory
     "maintenance_work_mem": "1GB",  # index builds sort in memory

@@ -29,6 +29,7 @@ from tickbench.engines.base import EngineTime
 from tickbench.engines.influxdb.ingest import InfluxDBIngest
 from tickbench.engines.influxdb.load import InfluxDBLoad
 from tickbench.engines.influxdb.market import InfluxMarket
+from tickbench.engines.influxdb.market_ingest import InfluxMarketIngest
 from tickbench.engines.influxdb.results import (
     Header,
     found,
@@ -43,7 +44,7 @@ from tickbench.suites.published import BY_ID
 PARAM = re.compile(r"\$([a-z_0-9]+)")
 
 
-class Adapter(InfluxMarket, InfluxDBLoad, InfluxDBIngest, EngineTime):
+class Adapter(InfluxMarket, InfluxMarketIngest, InfluxDBLoad, InfluxDBIngest, EngineTime):
     """InfluxDB: the query path, over its server, query store and ingest store."""
 
     query_requests = 1  # the query requests the last run_query sent (a lookback: one a round)

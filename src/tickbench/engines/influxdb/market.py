@@ -75,23 +75,38 @@ def _ns(col: str = "ts") -> pl.Expr:
     return pl.col(col).cast(pl.Int64)
 
 
+def quote_ties(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame``'s quotes with ``tie``: their number among the quotes of one (exchange, sym, ts),
+    by seq (0 for the first). ``frame`` must hold whole (exchange, sym) days."""
+    return frame.with_columns(tie=pl.col("seq").rank("ordinal").over("exchange", "sym", "ts") - 1)
+
+
+def trade_tape(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame``'s trades with ``tie``, their number among the trades of one (exchange, sym,
+    side, ts) by trade_id, and ``ord``, each trade's place in its (sym, UTC day)'s (ts, exchange,
+    trade_id) order. ``frame`` must hold whole (sym, day)s."""
+    day = pl.col("ts").dt.date()
+    return frame.sort("sym", "ts", "exchange", "trade_id").with_columns(
+        ord=pl.int_range(pl.len(), dtype=pl.Int64).over("sym", day),
+        tie=pl.col("trade_id").rank("ordinal").over("exchange", "sym", "side", "ts") - 1)
+
+
 def quote_lines(frame: pl.DataFrame) -> pl.Series:
-    """Line protocol of quotes; ``tie`` numbers the quotes of one (exchange, sym, ts) by seq."""
-    tie = pl.col("seq").rank("ordinal").over("exchange", "sym", "ts") - 1
+    """Line protocol of quotes, with their ``tie`` (:func:`quote_ties`, unless ``frame`` has it)."""
+    if "tie" not in frame.columns:
+        frame = quote_ties(frame)
     return frame.select(pl.format(
         "quotes,exchange={},sym={},tie={} bid={},ask={},bsize={},asize={},seq={}i {}\n",
-        _tag("exchange"), _tag("sym"), tie, pl.col("bid"), pl.col("ask"), pl.col("bsize"), pl.col("asize"),
-        pl.col("seq"), _ns())).to_series()
+        _tag("exchange"), _tag("sym"), pl.col("tie"), pl.col("bid"), pl.col("ask"), pl.col("bsize"),
+        pl.col("asize"), pl.col("seq"), _ns())).to_series()
 
 
 def trade_lines(frame: pl.DataFrame) -> pl.Series:
-    """Line protocol of trades; ``tie`` numbers the trades of one (exchange, sym, side, ts) by
-    trade_id, ``ord`` each trade's place in its (sym, UTC day)'s (ts, exchange, trade_id) order."""
-    day = pl.col("ts").dt.date()
-    ordered = frame.sort("sym", "ts", "exchange", "trade_id").with_columns(
-        ord=pl.int_range(pl.len(), dtype=pl.Int64).over("sym", day),
-        tie=pl.col("trade_id").rank("ordinal").over("exchange", "sym", "side", "ts") - 1)
-    return ordered.select(pl.format(
+    """Line protocol of trades, with their ``tie`` and ``ord`` (:func:`trade_tape`, unless
+    ``frame`` has them)."""
+    if "ord" not in frame.columns:
+        frame = trade_tape(frame)
+    return frame.select(pl.format(
         "trades,exchange={},side={},sym={},tie={} price={},amount={},trade_id={}i,ord={}i {}\n",
         _tag("exchange"), _tag("side"), _tag("sym"), pl.col("tie"), pl.col("price"), pl.col("amount"),
         pl.col("trade_id"), pl.col("ord"), _ns())).to_series()
@@ -378,29 +393,36 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
 
     # -- queries ------------------------------------------------------------------------
 
-    def market_statements(self, qid: str, text: str) -> tuple[MarketHeader, list[tuple[Any, str]]]:
-        """The statements of a market query file, each with its ``each`` element (or None)."""
+    def market_statements(self, qid: str, text: str, market: MarketParams | None = None
+                          ) -> tuple[MarketHeader, list[tuple[Any, str]]]:
+        """The statements of a market query file, each with its ``each`` element (or None),
+        bound to ``market`` (default: the adapter's parameters)."""
         header = parse_market_header(text)
-        binds = self.market.bindings()
+        binds = (market or self.market).bindings()
         stmts = statements(text)
         if header.each is None:
             return header, [(None, expand(s, binds, None)) for s in stmts]
         values = binds[header.each[1]]
         return header, [(v, expand(s, binds, i, v)) for i, v in enumerate(values) for s in stmts]
 
-    def run_market_query(self, qid: str, text: str, session: Session | None) -> pa.Table:
-        """Run a market query file (all its statements in one request) and shape its answer."""
+    def run_market_query(self, qid: str, text: str, session: Session | None, market: MarketParams | None = None,
+                         db: str | None = None) -> pa.Table:
+        """Run a market query file (all its statements in one request) and shape its answer;
+        bound to ``market`` on database ``db`` (defaults: the adapter's parameters, the loaded
+        database; a market ingest reader passes its user's and the store's)."""
+        market, db = market or self.market, db or self.db
         if THEN.search(text):
-            return self._run_markouts(qid, text, session)
-        header, stmts = self.market_statements(qid, text)
-        binds = flat_bindings(self.market.bindings())
+            return self._run_markouts(qid, text, session, market, db)
+        header, stmts = self.market_statements(qid, text, market)
+        binds = flat_bindings(market.bindings())
         q = ";\n".join(s for _, s in stmts)
         used = {name: binds[name] for name in PARAM.findall(q)}
-        results = self._query(q, db=self.db, params=used, session=session, packed=True)
+        results = self._query(q, db=db, params=used, session=session, packed=True)
         self.query_requests = 1
-        return shape(qid, self._merge(header, stmts, results), header)
+        return shape(qid, self._merge(header, stmts, results, market), header)
 
-    def _markout_rounds(self, text: str, session: Session | None, explain: bool = False
+    def _markout_rounds(self, text: str, session: Session | None, explain: bool = False,
+                        market: MarketParams | None = None, db: str | None = None
                         ) -> tuple[MarketHeader, list[tuple[int, int, str]], list[dict[str, Any]], str]:
         """A mark-out file's two rounds (M-THEOPL: InfluxQL has no joins). First, one statement
         per element of the ``each`` list: the trade's own row (its time, price, amount and
@@ -413,13 +435,14 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
         if header.each is None or header.marks is None:
             raise ValueError("a mark-out file needs an each header and a marks header")
         first_text, then_text = THEN.split(text, maxsplit=1)
-        binds = self.market.bindings()
+        market, db = market or self.market, db or self.db
+        binds = market.bindings()
         flat = flat_bindings(binds)
         n = len(binds[header.each[1]])
         lookups = [expand(st, binds, i) for i in range(n) for st in statements(first_text)]
         if len(lookups) != n:
             raise ValueError("a mark-out file's first round is one statement per trade")
-        rows = self._query(";\n".join(lookups), db=self.db, session=session, packed=True,
+        rows = self._query(";\n".join(lookups), db=db, session=session, packed=True,
                            params={k: flat[k] for k in PARAM.findall(";".join(lookups))})
         day_end = int(flat["d_end"]) - 1
         marks: list[tuple[int, int, str]] = []
@@ -445,19 +468,20 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
             out = []
             for st in (lookups[0], marks[0][2]) if marks else (lookups[0],):
                 used = {k: flat[k] for k in PARAM.findall(st)}
-                res = self._query("EXPLAIN ANALYZE " + st, db=self.db, params=used)
+                res = self._query("EXPLAIN ANALYZE " + st, db=db, params=used)
                 out += [str(v[0]) for r in res for s in r.get("series", []) for v in s["values"]]
             return header, marks, [], "\n".join(out)
         q = ";\n".join(st for _, _, st in marks)
-        results = self._query(q, db=self.db, session=session, packed=True,
+        results = self._query(q, db=db, session=session, packed=True,
                               params={k: flat[k] for k in PARAM.findall(q)}) if marks else []
         self.query_requests = 2 if marks else 1
         return header, marks, results, plan
 
-    def _run_markouts(self, qid: str, text: str, session: Session | None) -> pa.Table:
-        header, marks, results, _ = self._markout_rounds(text, session)
+    def _run_markouts(self, qid: str, text: str, session: Session | None, market: MarketParams,
+                      db: str) -> pa.Table:
+        header, marks, results, _ = self._markout_rounds(text, session, market=market, db=db)
         assert header.each is not None and header.marks is not None
-        binds = self.market.bindings()
+        binds = market.bindings()
         out: dict[str, list[Any]] = {"exchange": [], "sym": [], header.each[0]: [], header.marks[0]: [], "pnl": []}
         for (i, h, _), result in zip(marks, results, strict=True):
             values = [v for series in result.get("series", []) for v in series.get("values") or []]
@@ -472,7 +496,7 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
         return shape(qid, pl.DataFrame(out, strict=False), header)
 
     def _merge(self, header: MarketHeader, stmts: list[tuple[Any, str]],
-               results: list[dict[str, Any]]) -> pl.DataFrame:
+               results: list[dict[str, Any]], market: MarketParams) -> pl.DataFrame:
         """The statements' rows, those of one ``each`` element joined on the key columns (the
         grid's rows kept where a statement found nothing), then every element's together."""
         col = header.each[0] if header.each else None
@@ -481,7 +505,7 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
             fr = frame_of(result, {})
             fr = fr.rename({k: v for k, v in header.renames.items() if k in fr.columns})
             per.setdefault(value, []).append(fr.drop("time", strict=False))
-        binds = self.market.bindings()
+        binds = market.bindings()
         keys = [k for k in header.key if k != col]
         out = []
         for value, frames in per.items():

@@ -9,6 +9,10 @@ Where each part is:
   its load over ILP, W (``bulk_load``, ``baseline_load``) and SE (``storage_bytes``);
 * ``ingest.py`` — :class:`~tickbench.engines.questdb.ingest.QuestDBIngest`: the ingest store under
   each commit mode, with the writers of ``writer.py``;
+* ``market.py`` — :class:`~tickbench.engines.questdb.market.QuestDBMarket`: the market suite's
+  tables (``market_schema.sql``), their load over ILP, M-W and M-SE, the market bindings;
+* ``market_ingest.py`` — :class:`~tickbench.engines.questdb.market_ingest.QuestDBMarketIngest`:
+  the market suite's queries during ingest (a store of ``mi_<tag>_*`` tables, its readers);
 * ``schema.py`` — schema.sql's tables, /imp schemas, ILP row layout, query binding;
 * this module — the query path: each query file's text as sent (tables prefixed on an external
   endpoint, parameters written in), the answer as JSON from ``/exec`` or Parquet from ``/exp``
@@ -22,15 +26,15 @@ import json
 import re
 from typing import Any
 
-import orjson
 import pyarrow as pa
 
 from tickbench.engines.base import EngineTime
 from tickbench.engines.questdb.ingest import QuestDBIngest
 from tickbench.engines.questdb.load import QuestDBLoad
 from tickbench.engines.questdb.market import QuestDBMarket
+from tickbench.engines.questdb.market_ingest import QuestDBMarketIngest
 from tickbench.engines.questdb.schema import bind
-from tickbench.engines.questdb.server import PARQUET_ANSWERS
+from tickbench.engines.questdb.server import PARQUET_ANSWERS, json_table
 
 # External endpoints: a table name the query files read (after FROM), to be prefixed.
 FROM_TABLE = re.compile(r"\b(FROM\s+\(?\s*)(trades|book)\b")
@@ -40,17 +44,10 @@ FROM_TABLE = re.compile(r"\b(FROM\s+\(?\s*)(trades|book)\b")
 EXPORT_LOG = ('SELECT id, phase, status, cast(ts AS LONG) AS us FROM "sys.copy_export_log" '
               "WHERE ts > cast({after} AS TIMESTAMP)")
 EXPORT_PHASES = [("stream_sending_data", "started"), ("stream_sending_data", "finished"), ("success", "finished")]
-# /exec column types as Arrow types (TIMESTAMP* and DATE come as ISO-8601 text in UTC).
-JSON_TYPES: dict[str, pa.DataType] = {
-    "DOUBLE": pa.float64(), "FLOAT": pa.float32(), "LONG": pa.int64(), "INT": pa.int32(), "SHORT": pa.int16(),
-    "BYTE": pa.int8(), "BOOLEAN": pa.bool_(), "SYMBOL": pa.string(), "STRING": pa.string(), "VARCHAR": pa.string(),
-    "CHAR": pa.string(), "TIMESTAMP": pa.timestamp("us", "UTC"), "TIMESTAMP_NS": pa.timestamp("ns", "UTC"),
-    "DATE": pa.timestamp("ms", "UTC"),
-}
 
 
-class Adapter(QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket):
-    """QuestDB: the query path, over its server, query store and ingest store."""
+class Adapter(QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket, QuestDBMarketIngest):
+    """QuestDB: the query path, over its server, query store, ingest store and market ingest store."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -71,8 +68,7 @@ class Adapter(QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket):
     def run_query(self, qid: str) -> pa.Table:
         """The answer of ``qid`` on this thread's kept-alive connection: Parquet from ``/exp``
         for :data:`PARQUET_ANSWERS`, else JSON from ``/exec`` with ``timings=true`` (parsed by
-        orjson: the standard library's parser took most of the client's time on answers of
-        thousands of rows)."""
+        :meth:`~tickbench.engines.questdb.server.QuestDBServer._answer`)."""
         if self.query_conns is None:
             raise RuntimeError("QuestDB is not started")
         sql = self._query_sql(qid)
@@ -80,10 +76,7 @@ class Adapter(QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket):
         self.last_exported = qid in PARQUET_ANSWERS
         if self.last_exported:
             return self._export(sql, pool=self.query_conns)
-        status, body = self._get("/exec", {"query": sql, "timings": "true"}, pool=self.query_conns)
-        answer: dict[str, Any] = orjson.loads(body)
-        if status != 200 or "error" in answer:
-            raise RuntimeError(f"QuestDB: {answer.get('error', body[:500])} in: {sql[:200]}")
+        answer = self._answer(sql, self.query_conns, timings=True)
         timings = answer.get("timings") or {}
         if "execute" in timings:  # its clock starts before compilation: timings.compiler is inside it
             self.last_server_ns = int(timings["execute"])
@@ -130,19 +123,3 @@ class Adapter(QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket):
         if len({r[0] for r in rows}) != 1 or [(r[1], r[2]) for r in rows] != EXPORT_PHASES:
             return None
         return (int(rows[2][3]) - int(rows[0][3])) * 1000
-
-
-def json_table(answer: dict[str, Any]) -> pa.Table:
-    """An ``/exec`` answer (``columns`` with QuestDB types, ``dataset`` rows) as Arrow."""
-    rows = answer["dataset"]
-    arrays = []
-    for i, column in enumerate(answer["columns"]):
-        target = JSON_TYPES.get(column["type"])
-        if target is None:
-            raise RuntimeError(f"QuestDB column {column['name']}: type {column['type']} has no Arrow type here")
-        data = [row[i] for row in rows]  # a column at a time: zip(*rows) is several times slower
-        if pa.types.is_timestamp(target):  # ISO-8601 text ending in Z
-            arrays.append(pa.array(data, pa.string()).cast(target))
-        else:
-            arrays.append(pa.array(data, target))
-    return pa.table(arrays, names=[c["name"] for c in answer["columns"]])

@@ -128,17 +128,18 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
             rows += frame.num_rows
         return rows
 
-    def _load_instruments(self) -> int:
-        """The instruments table through ``read_parquet()`` (which reads only under the server's
-        import root, so the file is copied there first); a non-WAL table, committed at once."""
-        self._market_create("instruments", "instruments")
+    def _load_instruments(self, name: str = "instruments") -> int:
+        """The instruments table, as ``name``, through ``read_parquet()`` (which reads only under
+        the server's import root, so the file is copied there first); a non-WAL table,
+        committed at once."""
+        self._market_create("instruments", name)
         staged = self.root / "import" / INSTRUMENTS_IMPORT
         staged.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(self.dataset.root / "instruments.parquet", staged)
         staged.chmod(0o644)  # read by the server's user
-        self._exec("INSERT INTO instruments SELECT sym, rank, tick, lot, \"primary\", venues "
+        self._exec(f"INSERT INTO {name} SELECT sym, rank, tick, lot, \"primary\", venues "
                    f"FROM read_parquet('{INSTRUMENTS_IMPORT}')")
-        return int(self._exec("SELECT count() FROM instruments")["dataset"][0][0])
+        return int(self._exec(f"SELECT count() FROM {name}")["dataset"][0][0])
 
     def load_market(self) -> int:
         if self.endpoint is not None:

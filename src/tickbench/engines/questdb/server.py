@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 from questdb import Sender
@@ -69,6 +70,14 @@ READER_IDLE_S = 60.0
 # /exp Parquet export also commits three rows to QuestDB's export log (EXPORT_LOG in adapter.py),
 # tens of ms under cairo.commit.mode=sync.
 PARQUET_ANSWERS = frozenset({"O-S"})
+
+# /exec column types as Arrow types (TIMESTAMP* and DATE come as ISO-8601 text in UTC).
+JSON_TYPES: dict[str, pa.DataType] = {
+    "DOUBLE": pa.float64(), "FLOAT": pa.float32(), "LONG": pa.int64(), "INT": pa.int32(), "SHORT": pa.int16(),
+    "BYTE": pa.int8(), "BOOLEAN": pa.bool_(), "SYMBOL": pa.string(), "STRING": pa.string(), "VARCHAR": pa.string(),
+    "CHAR": pa.string(), "TIMESTAMP": pa.timestamp("us", "UTC"), "TIMESTAMP_NS": pa.timestamp("ns", "UTC"),
+    "DATE": pa.timestamp("ms", "UTC"),
+}
 
 
 def jar_path() -> Path:
@@ -278,6 +287,17 @@ class QuestDBServer(ServerEngine):
             raise RuntimeError(f"QuestDB: {answer.get('error', body[:500])} in: {sql[:200]}")
         return answer
 
+    def _answer(self, sql: str, pool: ReaderPool[http.client.HTTPConnection], timings: bool = False) -> dict[str, Any]:
+        """A query's answer from ``/exec`` on this thread's connection of ``pool`` (``timings``:
+        with QuestDB's own timings), parsed by orjson: the standard library's parser took most
+        of the client's time on answers of thousands of rows. Raise on an error."""
+        query = {"query": sql, "timings": "true"} if timings else {"query": sql}
+        status, body = self._get("/exec", query, pool=pool)
+        answer: dict[str, Any] = orjson.loads(body)
+        if status != 200 or "error" in answer:
+            raise RuntimeError(f"QuestDB: {answer.get('error', body[:500])} in: {sql[:200]}")
+        return answer
+
     def _rows(self, sql: str) -> list[dict[str, Any]]:
         """A small result from ``/exec`` as dicts."""
         answer = self._exec(sql)
@@ -362,3 +382,19 @@ class QuestDBServer(ServerEngine):
             return {"wal": True, "load": "ILP over HTTP (protocol 2)", **results, **params}
         return {"version": VERSION, "jvm_heap": HEAP, "wal": True, "load": "ILP over HTTP (protocol 2)",
                 **results, **params}
+
+
+def json_table(answer: dict[str, Any]) -> pa.Table:
+    """An ``/exec`` answer (``columns`` with QuestDB types, ``dataset`` rows) as Arrow."""
+    rows = answer["dataset"]
+    arrays = []
+    for i, column in enumerate(answer["columns"]):
+        target = JSON_TYPES.get(column["type"])
+        if target is None:
+            raise RuntimeError(f"QuestDB column {column['name']}: type {column['type']} has no Arrow type here")
+        data = [row[i] for row in rows]  # a column at a time: zip(*rows) is several times slower
+        if pa.types.is_timestamp(target):  # ISO-8601 text ending in Z
+            arrays.append(pa.array(data, pa.string()).cast(target))
+        else:
+            arrays.append(pa.array(data, target))
+    return pa.table(arrays, names=[c["name"] for c in answer["columns"]])

@@ -94,19 +94,24 @@ class IlpSender(StreamSender):
 class IlpTarget(StreamTarget):
     """QuestDB's fastest streaming path: ILP over HTTP with the C-backed sender; each payload
     a ``Buffer`` filled from the batch by ``Buffer.dataframe`` before the clock (plain data:
-    pickled into writer processes, which connect on their own)."""
+    pickled into writer processes, which connect on their own). A batch of ``table`` goes to
+    the server's table ``names[table]`` with the columns ``symbols[table]`` as SYMBOLs: by
+    default the ingest store's (:data:`~.schema.INGEST`), or the market ingest store's."""
 
     path = ("ILP/HTTP, questdb C-backed Sender; Buffer.dataframe encoded before the clock, one "
             "transactional flush (one WAL transaction) per payload")
 
-    def __init__(self, host: str, port: int, timeout_ms: int, auth: str = "") -> None:
+    def __init__(self, host: str, port: int, timeout_ms: int, auth: str = "",
+                 names: dict[str, str] | None = None, symbols: dict[str, list[str]] | None = None) -> None:
         #: ``auth``: the server's basic authentication as Sender configuration (``username=…;password=…;``).
         self.host, self.port, self.timeout_ms, self.auth = host, port, timeout_ms, auth
+        self.names = INGEST if names is None else names
+        self.symbols = SYMBOLS if symbols is None else symbols
 
     def encode(self, table: str, batch: pa.Table) -> Any:
         buf = Buffer(protocol_version=2)
         frame = batch.to_pandas()
-        buf.dataframe(frame, table_name=INGEST[table], symbols=SYMBOLS[table], at="ts")
+        buf.dataframe(frame, table_name=self.names[table], symbols=self.symbols[table], at="ts")
         return buf
 
     def wire_bytes(self, payload: Any) -> bytes:

@@ -105,3 +105,22 @@ def test_engines_stream_on_their_own_path(tiny: Dataset, tmp_path: Path, engine:
         assert rec.status == "ok", (rec.benchmark, rec.reason)
         assert path in f["path"], f["path"]
         assert f["written"] == f["read"] == f["counted"] > 0 and f["read_by_table"] == f["written_by_table"]
+
+
+def test_a_plan_keeps_the_events_of_one_key_in_one_payload_per_table() -> None:
+    # Two tables interleaved in time; several events share a ts, across the batch edges.
+    ts = np.array([1, 2, 2, 2, 3, 4, 4, 5, 6, 6, 6, 6, 7], np.int64)
+    which = np.array([0, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1, 0], np.int8)
+    tables = {name: pa.table({"ts": pa.array(ts[which == c])}) for c, name in enumerate(("quotes", "trades"))}
+    plan = Plan.build(tables, which, 2, 2, together=ts)
+    assert plan.total_rows == len(ts) and sorted(int(e) for ev in plan.events for e in ev) == list(range(len(ts)))
+    for t in tables:
+        owner: dict[int, int] = {}
+        for k in range(len(plan)):
+            if plan.table[k] != t:
+                continue
+            for v in tables[t].column("ts").to_pylist()[int(plan.offset[k]):int(plan.offset[k] + plan.rows[k])]:
+                assert owner.setdefault(v, k) == k, f"{t}: ts {v} split across payloads"
+    # Without the key the same batches cut ts 2 and ts 6 apart: the check above would fail.
+    loose = Plan.build(tables, which, 2, 2)
+    assert len({int(loose.last[k]) for k in range(len(loose))}) > len({int(plan.last[k]) for k in range(len(plan))})

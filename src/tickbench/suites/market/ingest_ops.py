@@ -197,7 +197,9 @@ def ingest_cell(adapter: Engine, store: Path, rate: int | None, writers: int, se
     base = users[0]
     limit = MAX_EVENTS if rate is None else min(MAX_EVENTS, max(1, int(rate * seconds)))
     replay = MarketReplay(adapter.dataset, base, limit)
-    plan = Plan.build(replay.tables, replay.which, batch, writers)
+    # Rows of one ts stay in one payload: their order at that ts is the SPEC's (exchange, then
+    # seq or trade_id) only if no two writers' commits can interleave them.
+    plan = Plan.build(replay.tables, replay.which, batch, writers, together=replay.event_ts)
     shutil.rmtree(store, ignore_errors=True)
     errors: list[str] = []
     ceilings: dict[str, float] = {}

@@ -25,6 +25,7 @@ which is the harness ceiling the engine's figures are judged against (:func:`bou
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import socket
 import subprocess
@@ -72,9 +73,20 @@ class Plan:
     batch: int
 
     @classmethod
-    def build(cls, tables: dict[str, pa.Table], which: np.ndarray, batch: int, writers: int) -> Plan:
+    def build(cls, tables: dict[str, pa.Table], which: np.ndarray, batch: int, writers: int,
+              together: np.ndarray | None = None) -> Plan:
         """``which[i]`` names the table of event ``i`` (an index into ``list(tables)``); each
-        table's ``k``-th event is its ``k``-th row."""
+        table's ``k``-th event is its ``k``-th row. With ``together`` (a key per event, e.g. its
+        ts), a cut of ``batch`` events moves forward until the key changes: events of one key go
+        in one payload per table, so writers committing out of order never reorder rows that only
+        their arrival order ranks (an engine that keeps the last of several rows at one ts)."""
+        bounds = [0]
+        while bounds[-1] < len(which):
+            hi = min(len(which), bounds[-1] + batch)
+            if together is not None:
+                while hi < len(which) and together[hi] == together[hi - 1]:
+                    hi += 1
+            bounds.append(hi)
         names = list(tables)
         rank = np.empty(len(which), np.int64)
         for code in range(len(names)):
@@ -82,8 +94,7 @@ class Plan:
             rank[mask] = np.arange(int(mask.sum()))
         table: list[str] = []
         offset, rows, writer, last, events = [], [], [], [], []
-        for c, lo in enumerate(range(0, len(which), batch)):
-            hi = min(len(which), lo + batch)
+        for c, (lo, hi) in enumerate(itertools.pairwise(bounds)):
             idx = np.arange(lo, hi)
             codes = which[lo:hi]
             for code in sorted(set(codes.tolist()), key=lambda x: int(np.argmax(codes == x))):

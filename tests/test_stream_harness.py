@@ -86,10 +86,11 @@ def test_stream_cell_marks_client_bound(tiny: Dataset, tmp_path: Path, monkeypat
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("engine", "path"), [("chdb", "FORMAT ArrowStream"), ("arcticdb", "Library.append"),
-                                            pytest.param("influxdb", "POST /write", marks=pytest.mark.server)])
+                                            pytest.param("influxdb", "POST /write", marks=pytest.mark.server),
+                                            pytest.param("postgres", "binary COPY", marks=pytest.mark.server)])
 def test_engines_stream_on_their_own_path(tiny: Dataset, tmp_path: Path, engine: str, path: str) -> None:
-    """chDB streams Arrow IPC inserts, ArcticDB per-instrument frame appends and InfluxDB line
-    protocol POSTs, each payload made before the clock (not row tuples through the generic
+    """chDB streams Arrow IPC inserts, ArcticDB per-instrument frame appends, InfluxDB line
+    protocol POSTs and PostgreSQL binary COPYs, each payload made before the clock (not row tuples through the generic
     ingest client); every row sent is read back, from two writers at once (InfluxDB: trades tied
     on a timestamp from both writers all survive as points)."""
     from tickbench.engines.registry import availability

@@ -9,6 +9,9 @@ Where each part is:
   (binary ``COPY FROM STDIN`` encoded from Arrow, :mod:`.pgcopy`), W and SE;
 * ``ingest.py`` — :class:`~tickbench.engines.postgres.ingest.PostgresIngest`: the ingest store
   under each ``synchronous_commit`` setting, with the writers of ``writer.py``;
+* ``market.py`` and ``market_ingest.py`` — the market suite: its query store, M-W and M-SE
+  (:class:`~tickbench.engines.postgres.market.PostgresMarket`), and the store its queries run on
+  while the market ingests (:class:`~tickbench.engines.postgres.market_ingest.PostgresMarketIngest`);
 * this module — the query path. Queries are the ``queries/*.sql`` files with psycopg named
   parameters (``%(sym)s``); tables are heap tables partitioned by day, each day's partition with
   a covering btree and BRIN indexes (``schema.sql``, ``partitions.sql``, ``indexes.sql``).
@@ -39,6 +42,7 @@ from tickbench.engines.base import EngineTime
 from tickbench.engines.postgres.ingest import PostgresIngest
 from tickbench.engines.postgres.load import PostgresLoad
 from tickbench.engines.postgres.market import PostgresMarket
+from tickbench.engines.postgres.market_ingest import PostgresMarketIngest
 from tickbench.engines.postgres.pgcopy import result_arrow
 from tickbench.params import RunParams
 
@@ -49,8 +53,8 @@ STATEMENT_TOTALS = ("SELECT coalesce(sum(calls), 0), coalesce(sum(total_exec_tim
                     "WHERE queryid = %s AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())")
 
 
-class Adapter(PostgresMarket, PostgresLoad, PostgresIngest, EngineTime):
-    """PostgreSQL: the query path, over its server, query store and ingest store."""
+class Adapter(PostgresMarket, PostgresMarketIngest, PostgresLoad, PostgresIngest, EngineTime):
+    """PostgreSQL: the query path, over its server, query store, ingest store and market ingest store."""
 
     # -- queries --------------------------------------------------------------------------
 
@@ -60,11 +64,17 @@ class Adapter(PostgresMarket, PostgresLoad, PostgresIngest, EngineTime):
         final semicolon; made once per parameter set."""
         text = self.literal_queries.get(qid)
         if text is None:
-            raw = self.query_text(qid)
-            with psycopg.ClientCursor(self._conn()) as cur:
-                text = cur.mogrify(raw, pg_bindings(self.params.bindings(), raw)).rstrip().rstrip(";") + "\n"
+            text = self.literal_text(qid, self.params)
             self.literal_queries[qid] = text
         return text
+
+    def literal_text(self, qid: str, params: RunParams) -> str:
+        """``qid``'s text with ``params`` written in as SQL literals by psycopg (on the adapter's
+        connection, which it only reads the encoding from: no round trip), without its final
+        semicolon."""
+        raw = self.query_text(qid)
+        with psycopg.ClientCursor(self._conn()) as cur:
+            return cur.mogrify(raw, pg_bindings(params.bindings(), raw)).rstrip().rstrip(";") + "\n"
 
     def run_query(self, qid: str) -> pa.Table:
         if self.qconn is None:

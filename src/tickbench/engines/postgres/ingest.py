@@ -13,7 +13,7 @@ from psycopg import sql
 from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import Ingest, IngestClient, StreamTarget
 from tickbench.engines.postgres.pgcopy import result_arrow
-from tickbench.engines.postgres.server import COUNT, DROP_TABLES, LOOPBACK, SUPERUSER, PostgresServer, scalar
+from tickbench.engines.postgres.server import COUNT, DROP_TABLES, PostgresServer, scalar
 from tickbench.engines.postgres.writer import CopyTarget, Writer
 
 INGEST_DB = "ingest"
@@ -73,9 +73,7 @@ class PostgresIngest(PostgresServer, Ingest):
     def ingest_stream_target(self) -> StreamTarget:
         if self.readers is None:
             raise RuntimeError("the ingest store is not open")
-        conninfo = {"host": LOOPBACK, "port": self.port, "user": SUPERUSER, "dbname": INGEST_DB,
-                    "password": self.password_file.read_text(), "options": "-c timezone=UTC"}
-        return CopyTarget(conninfo, SYNCHRONOUS_COMMIT[self.ingest_setting])
+        return CopyTarget(self.conninfo(INGEST_DB), SYNCHRONOUS_COMMIT[self.ingest_setting])
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         with self.reader().cursor() as cur:

@@ -67,6 +67,9 @@ class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
     #: Whether quotes and trades are partitioned by day (a partition per loaded day, each
     #: COPYed on its own); else each table is one COPY target (TimescaleDB's hypertables).
     market_partitioned: ClassVar[bool] = True
+    #: Run by every market session of tickbench's (the query connections, the ingest store's
+    #: readers) before its queries; ``None``: nothing.
+    market_session_sql: ClassVar[str | None] = None
 
     if TYPE_CHECKING:  # the adapter's, which this mixin is part of
         dataset: Dataset
@@ -79,7 +82,6 @@ class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
         conn: psycopg.Connection[Any] | None
         qconn: Any
 
-        def connect(self) -> None: ...
         def engine_file(self, name: str) -> str: ...
         def _connect(self, dbname: str) -> psycopg.Connection[Any]: ...
         def _conn(self) -> psycopg.Connection[Any]: ...
@@ -93,6 +95,17 @@ class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
         if not isinstance(params, MarketParams):
             raise TypeError("the market capabilities run on a market dataset's parameters")
         return params
+
+    def connect(self) -> None:
+        """The adapter's connections; on a market dataset, each runs :attr:`market_session_sql`
+        first (not on an external endpoint, whose sessions are the user's server's)."""
+        super().connect()  # type: ignore[misc]  # the server's (PostgresServer, later in the MRO)
+        if self.market_session_sql is None or self.dataset.kind != "market" or self.endpoint is not None:
+            return
+        self._conn().execute(self.market_session_sql)
+        if self.qconn is not None:
+            with self.qconn.cursor() as cur:
+                cur.execute(self.market_session_sql)
 
     # -- the query store ------------------------------------------------------------------
 
@@ -128,6 +141,11 @@ class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
         c.execute(DROP)
         if self.extension:
             c.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(self.extension)))
+        self._market_tables(c, days)
+
+    def _market_tables(self, c: psycopg.Connection[Any], days: list[str]) -> None:
+        """The market tables, empty, where ``c`` creates tables (the first schema of its
+        ``search_path``), with a partition per day of ``days`` where the tables are partitioned."""
         c.execute(self.engine_file(self.market_schema_file))
         if self.market_partitioned:
             for t in MARKET_TABLES:

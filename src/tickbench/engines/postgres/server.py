@@ -266,9 +266,7 @@ class PostgresServer(ServerEngine):
             self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             # Counting from zero: the first query's totals are its own.
             self.conn.execute("SELECT pg_stat_statements_reset()")
-        password = urllib.parse.quote(self.password_file.read_text(), safe="")
-        self.qconn = adbc.connect(f"postgresql://{SUPERUSER}:{password}@{LOOPBACK}:{self.port}/{DB}"
-                                  "?options=-c%20timezone%3DUTC", autocommit=True)
+        self.qconn = adbc.connect(self.adbc_uri(DB), autocommit=True)
         with self.qconn.cursor() as cur:
             cur.execute(lookups)
             cur.execute("SELECT pg_backend_pid()")
@@ -286,12 +284,25 @@ class PostgresServer(ServerEngine):
 
     # -- connections ----------------------------------------------------------------------
 
+    def conninfo(self, dbname: str, search_path: str | None = None) -> dict[str, Any]:
+        """libpq's parameters of a connection to ``dbname`` of the server tickbench runs: the
+        superuser over the loopback, the session in UTC, and ``search_path`` when given (the
+        schemas unqualified names resolve in, the first one where tables are created)."""
+        options = "-c timezone=UTC" + (f" -c search_path={search_path}" if search_path else "")
+        return {"host": LOOPBACK, "port": self.port, "user": SUPERUSER, "dbname": dbname,
+                "password": self.password_file.read_text(), "options": options}
+
+    def adbc_uri(self, dbname: str, search_path: str | None = None) -> str:
+        """:meth:`conninfo` as the URI ADBC's PostgreSQL driver connects with."""
+        info = self.conninfo(dbname, search_path)
+        password = urllib.parse.quote(info["password"], safe="")
+        options = urllib.parse.quote(info["options"], safe="")
+        return f"postgresql://{SUPERUSER}:{password}@{LOOPBACK}:{self.port}/{dbname}?options={options}"
+
     def _connect(self, dbname: str) -> psycopg.Connection[Any]:
         endpoint = self.endpoint
         if endpoint is None:
-            return psycopg.connect(host=LOOPBACK, port=self.port, user=SUPERUSER, dbname=dbname,
-                                   password=self.password_file.read_text(), autocommit=True,
-                                   options="-c timezone=UTC")
+            return psycopg.connect(**self.conninfo(dbname), autocommit=True)
         # The user's server: its one database (tickbench's tables go in a schema of their own
         # in it), credentials from the environment only (None: libpq's PGPASSWORD, ~/.pgpass).
         path = self.namespace + (",public" if self.extension else "")  # the extension's functions

@@ -3,7 +3,7 @@ binary COPY (:mod:`.pgcopy`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -23,8 +23,13 @@ def _insert_sql(table: str) -> sql.Composed:
     return sql.SQL("INSERT INTO {} VALUES ({})").format(sql.Identifier(table), sql.SQL(", ").join(values))
 
 
+def copy_binary(table: str) -> sql.Composed:
+    """``table``'s binary COPY (every column, in the table's order: the Arrow schema's)."""
+    return sql.SQL("COPY {} FROM STDIN (FORMAT binary)").format(sql.Identifier(table))
+
+
 INSERT = {t: _insert_sql(t) for t in TABLES}
-COPY_BINARY = {t: sql.SQL("COPY {} FROM STDIN (FORMAT binary)").format(sql.Identifier(t)) for t in TABLES}
+COPY_BINARY = {t: copy_binary(t) for t in TABLES}
 
 
 class Writer(IngestClient):
@@ -60,13 +65,14 @@ class CopySender(StreamSender):
     """One stream writer's connection: a payload is a pre-encoded binary COPY buffer (header,
     tuples, trailer), sent as one ``COPY … FROM STDIN (FORMAT binary)``, one transaction."""
 
-    def __init__(self, conninfo: dict[str, Any], setting_sql: str) -> None:
+    def __init__(self, conninfo: dict[str, Any], setting_sql: str, tables: Iterable[str] = TABLES) -> None:
         self.conn = psycopg.connect(**conninfo, autocommit=True)
         self.conn.execute(setting_sql)
+        self.copies = {t: copy_binary(t) for t in tables}
 
     def send(self, payload: Any) -> None:
         table, data = payload
-        with self.conn.cursor() as cur, cur.copy(COPY_BINARY[table]) as copy:
+        with self.conn.cursor() as cur, cur.copy(self.copies[table]) as copy:
             copy.write(data)
 
     def close(self) -> None:
@@ -76,15 +82,18 @@ class CopySender(StreamSender):
 class CopyTarget(StreamTarget):
     """PostgreSQL's fastest streaming path: binary COPY (psycopg) of buffers encoded from the
     batch before the clock (:mod:`.pgcopy`); plain data, pickled into writer processes, which
-    connect on their own under the store's ``synchronous_commit`` setting."""
+    connect on their own under the store's ``synchronous_commit`` setting. ``schemas`` are the
+    tables it writes, each with its Arrow schema (the paper's ingest tables unless given; the
+    market ingest store's ``quotes`` and ``trades``), whose column order is the table's."""
 
     path = "psycopg binary COPY; buffers encoded from Arrow before the clock, one COPY per payload"
 
-    def __init__(self, conninfo: dict[str, Any], setting_sql: str) -> None:
-        self.conninfo, self.setting_sql = conninfo, setting_sql
+    def __init__(self, conninfo: dict[str, Any], setting_sql: str,
+                 schemas: Mapping[str, pa.Schema] = SCHEMAS) -> None:
+        self.conninfo, self.setting_sql, self.schemas = conninfo, setting_sql, dict(schemas)
 
     def encode(self, table: str, batch: pa.Table) -> Any:
-        batch = batch.cast(SCHEMAS[table])
+        batch = batch.cast(self.schemas[table])
         if not pgcopy.encodable(batch):
             raise ValueError(f"{table}: a batch with nulls has no binary COPY layout")
         return table, b"".join([pgcopy.HEADER, *pgcopy.encode(batch), pgcopy.TRAILER])
@@ -93,4 +102,4 @@ class CopyTarget(StreamTarget):
         return bytes(payload[1])
 
     def connect(self) -> StreamSender:
-        return CopySender(self.conninfo, self.setting_sql)
+        return CopySender(self.conninfo, self.setting_sql, self.schemas)

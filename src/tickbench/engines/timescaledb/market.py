@@ -38,19 +38,11 @@ class TimescaleMarket(PostgresMarket):
     market_schema_file: ClassVar[str] = "market_schema.sql"
     market_index_file: ClassVar[str | None] = None  # compressed chunks index their batches
     market_partitioned: ClassVar[bool] = False  # the hypertables chunk by day themselves
-
-    def connect(self) -> None:
-        """The adapter's connections; on a market dataset, each of tickbench's sessions with
-        ``jit = off``: the lookups' plans (M-LAST's probe of each pair, over the month's chunks)
-        have estimated costs far above ``jit_above_cost``, and compiling them cost more than the
-        queries (README, Market tables). The paper suite keeps the engine's ``jit = on``."""
-        super().connect()
-        if self.dataset.kind != "market" or self.endpoint is not None:
-            return
-        self._conn().execute(JIT_OFF)
-        if self.qconn is not None:
-            with self.qconn.cursor() as cur:
-                cur.execute(JIT_OFF)
+    # Each of tickbench's market sessions with ``jit = off`` (the paper suite keeps the engine's
+    # ``jit = on``): the lookups' plans (M-LAST's probe of each pair, over the month's chunks)
+    # have estimated costs far above ``jit_above_cost``, and compiling them cost more than the
+    # queries (README, Market tables).
+    market_session_sql: ClassVar[str | None] = JIT_OFF
 
     def _market_finish(self, c: psycopg.Connection[Any]) -> None:
         """After the COPY: every chunk of both hypertables compressed, :data:`COMPRESS_WORKERS`

@@ -5,11 +5,13 @@ An engine lives in one folder, ``engines/<name>/`` (or ``<package>/<name>/`` for
 
 * ``engine.toml`` — its description: title, kind (``embedded``, ``in-memory`` or ``server``,
   which must agree with its adapter's capabilities: a test checks it), how to install it and
-  the Python packages its client needs (``pip``), the query language's file extension, and
+  the Python packages its client needs (``pip``), the query language's file extension (and
+  ``other_extensions``, a second language's, for queries the first cannot express), and
   the benchmarks and suites it cannot run, each with a reason (``[unsupported]``) — gaps are
   data, and the support matrix is generated from them and from the capabilities below;
 * ``adapter.py`` — a class ``Adapter``: an :class:`Engine` and the capabilities it has;
-* ``queries/<ID>.<ext>`` — one native query per benchmark id, run as written;
+* ``queries/<ID>.<ext>`` — one native query per benchmark id, run as written (one file per id,
+  in the main extension or one of ``other_extensions``);
 * ``README.md`` — its schema and the choices behind it.
 
 The folder name is the engine's CLI name, results key and test id. Adapters do I/O only: the
@@ -101,6 +103,8 @@ class EngineInfo:
     plan_word: str = ""
     #: A word on publishing its results (e.g. a licence's terms), shown by ``tickbench engines``.
     publishing: str = ""
+    #: Query files in another language the engine also runs (InfluxDB: Flux beside InfluxQL).
+    other_extensions: tuple[str, ...] = ()
 
     @classmethod
     def read(cls, folder: Path) -> EngineInfo:
@@ -118,10 +122,17 @@ class EngineInfo:
             pip=tuple(raw.get("pip", ())),
             plan_word=raw.get("plan_word", ""),
             publishing=raw.get("publishing", ""),
+            other_extensions=tuple(raw.get("other_extensions", ())),
         )
 
     def query_file(self, qid: str) -> Path:
-        return self.folder / "queries" / f"{qid}.{self.extension}"
+        """The query file of ``qid``: the one that exists among the main extension's and the
+        ``other_extensions``' (the main extension's path when none does); two are an error."""
+        paths = [self.folder / "queries" / f"{qid}.{ext}" for ext in (self.extension, *self.other_extensions)]
+        found = [p for p in paths if p.is_file()]
+        if len(found) > 1:
+            raise ValueError(f"{self.name}: {qid} has {len(found)} query files ({', '.join(p.name for p in found)})")
+        return found[0] if found else paths[0]
 
     def query_text(self, qid: str) -> str:
         return self.query_file(qid).read_text()

@@ -1,5 +1,5 @@
 """InfluxDB's answers as the SPEC's columns: bound parameters, query-file headers, series to
-Arrow tables.
+Arrow tables; and the Flux files' bound values and annotated CSV (the end of this module).
 
 A query file may start with header comments that tell the adapter how to turn InfluxDB's series
 into the SPEC's columns:
@@ -20,11 +20,17 @@ into the SPEC's columns:
 
 from __future__ import annotations
 
+import calendar
+import csv
 import datetime as dt
+import io
+import math
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 
 from tickbench.data.schema import SCHEMAS
@@ -187,3 +193,123 @@ def ingest_table(table: str, series: list[dict[str, Any]]) -> pa.Table:
         else:
             arrays.append(pa.array(data, f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+# -- Flux ---------------------------------------------------------------------------------
+#
+# A Flux file (``queries/<ID>.flux``, for what InfluxQL cannot express) is one script, sent as
+# written to /api/v2/query with its parameters bound through the request's ``extern``: a Flux
+# AST of variable assignments that the server merges in front of the script, so a value is a
+# literal node of the AST and never parsed as Flux. A list ``name`` is bound element by element
+# (``name_0``, ``name_1``, …, as for InfluxQL), and ``@in(r.sym, b_syms)`` in the script stands
+# for ``(r.sym == b_syms_0 or r.sym == b_syms_1 …)``: Flux inlines such identifiers into the
+# filter's predicate, which InfluxDB then pushes down to the storage engine (a ``contains()`` of
+# an array it cannot). Answers come back as CSV with the ``datatype`` annotation.
+
+FLUX_IN = re.compile(r"@in\(\s*r\.([A-Za-z_][A-Za-z0-9_]*)\s*,\s*([a-z][a-z0-9_]*)\s*\)")
+FLUX_NAME = re.compile(r"\b[a-z][a-z0-9_]*\b")
+FLUX_META = ("", "result", "table")  # the CSV's annotation column and the result and table numbers
+
+
+def flux_values(binds: dict[str, Any]) -> dict[str, Any]:
+    """``name`` → value for each scalar, ``name_0``, ``name_1``, … for each list."""
+    out: dict[str, Any] = {}
+    for name, value in binds.items():
+        if isinstance(value, list):
+            out.update({f"{name}_{i}": v for i, v in enumerate(value)})
+        else:
+            out[name] = value
+    return out
+
+
+def flux_literal(value: Any) -> dict[str, Any]:
+    """``value`` as a literal node of Flux's AST (its JSON form): strings, booleans, integers,
+    finite floats, and times (a naive datetime is UTC; a date is its 00:00 UTC)."""
+    if isinstance(value, bool):
+        return {"type": "BooleanLiteral", "value": value}
+    if isinstance(value, int | float) and value < 0:  # literals are unsigned: a negation of one
+        return {"type": "UnaryExpression", "operator": "-", "argument": flux_literal(-value)}
+    if isinstance(value, int):
+        return {"type": "IntegerLiteral", "value": str(value)}
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"Flux has no literal for {value}")
+        return {"type": "FloatLiteral", "value": value}
+    if isinstance(value, str):
+        return {"type": "StringLiteral", "value": value}
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return {"type": "DateTimeLiteral", "value": value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+    if isinstance(value, dt.date):
+        return {"type": "DateTimeLiteral", "value": f"{value.isoformat()}T00:00:00Z"}
+    raise TypeError(f"no Flux literal for {type(value).__name__} {value!r}")
+
+
+def flux_program(text: str, binds: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A Flux file's script with each ``@in(r.col, list)`` expanded, and the ``extern`` that
+    binds every name of ``binds`` (lists flattened, see :func:`flux_values`) the script uses."""
+    values = flux_values(binds)
+
+    def any_of(m: re.Match[str]) -> str:
+        col, name = m.groups()
+        if name not in binds or not isinstance(binds[name], list):
+            raise ValueError(f"{m.group(0)}: {name} is not a list binding")
+        if not binds[name]:
+            raise ValueError(f"{m.group(0)}: an empty list")
+        return "(" + " or ".join(f"r.{col} == {name}_{i}" for i in range(len(binds[name]))) + ")"
+
+    script = FLUX_IN.sub(any_of, text)
+    used = sorted(set(FLUX_NAME.findall(script)) & values.keys())
+    body = [{"type": "VariableAssignment", "id": {"type": "Identifier", "name": name},
+             "init": flux_literal(values[name])} for name in used]
+    return script, {"type": "File", "package": None, "imports": None, "body": body}
+
+
+def _flux_time(text: str) -> int:
+    """An RFC 3339 time of Flux's CSV (always UTC, ``Z``) as ns since the epoch."""
+    if not text.endswith("Z"):
+        raise ValueError(f"not a UTC time: {text!r}")
+    whole, _, frac = text[:-1].partition(".")
+    return calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) * 10**9 + int((frac + "0" * 9)[:9])
+
+
+FLUX_TYPES: dict[str, tuple[Any, Any]] = {  # a datatype annotation → (how to read a cell, Polars type)
+    "string": (str, pl.String), "long": (int, pl.Int64), "unsignedLong": (int, pl.UInt64),
+    "double": (float, pl.Float64), "boolean": (lambda v: v == "true", pl.Boolean),
+    "dateTime:RFC3339": (_flux_time, pl.Int64), "dateTime:RFC3339Nano": (_flux_time, pl.Int64),
+}
+
+
+def flux_frame(text: str) -> pl.DataFrame:
+    """The rows of an answer in Flux's annotated CSV (``#datatype``; a table a block, blocks
+    apart by an empty line) as one frame: its columns but the result and table numbers, typed
+    by the annotation (times as ns since the epoch), an empty cell null. Raises on the error
+    table Flux writes when a query fails after its answer began. (Flux's CSV writes a line
+    break inside a string as CRLF; no name of a dataset holds one.)"""
+    frames: list[pl.DataFrame] = []
+    rows = csv.reader(io.StringIO(text))
+    kinds: list[str] | None = None
+    for row in rows:
+        if not any(row):
+            continue  # between tables
+        if row[0].startswith("#"):  # an annotation row: #datatype, and any other the server adds
+            kinds = row if row[0] == "#datatype" else kinds
+            continue
+        if kinds is None:
+            raise ValueError(f"Flux CSV: a table without its #datatype annotation: {row[:5]!r}")
+        header = row
+        if "error" in header and "reference" in header:
+            message = next(rows, [])
+            raise RuntimeError(f"InfluxDB Flux query failed: {message[header.index('error')] if message else ''}")
+        cols: dict[str, list[Any]] = {name: [] for name in header if name not in FLUX_META}
+        reads = {i: FLUX_TYPES[kinds[i]][0] for i, name in enumerate(header) if name not in FLUX_META}
+        for line in rows:
+            if not any(line):
+                break
+            for i, read in reads.items():
+                cols[header[i]].append(read(line[i]) if line[i] != "" else None)
+        schema = {header[i]: FLUX_TYPES[kinds[i]][1] for i in reads}
+        frames.append(pl.DataFrame(cols, schema=schema))
+        kinds = None
+    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()

@@ -1,7 +1,7 @@
 """InfluxDB's server (:class:`InfluxDBServer`): ``influxd`` 1.x built from its Go module, one
 per run on 127.0.0.1 with ``auth-enabled`` (an admin with the run's random password); its install,
-``influxd.toml``, readiness, the HTTP transport every part uses (``/query``, ``/write``), an
-external endpoint's database and the settings recorded.
+``influxd.toml``, readiness, the HTTP transport every part uses (``/query``, ``/write``, and
+``/api/v2/query`` for Flux), an external endpoint's database and the settings recorded.
 
 On an external endpoint (``--endpoint influxdb=HOST:PORT``) tickbench's data go in a database of
 its own (default ``tickbench``), marked by a measurement ``tickbench_marker`` written when it is
@@ -72,8 +72,9 @@ class InfluxDBServer(ServerEngine):
     wal_fsync_delay: str = "0s"
     #: The benchmark queries' kept-alive connections (one per thread), while connected.
     query_sessions: ReaderPool[Session] | None = None
-    #: The HTTP service's (queryReq, queryReqDurationNs) when last read (query_server_ns).
-    query_counters: tuple[int, int] | None = None
+    #: The HTTP service's (queryReq, queryReqDurationNs, fluxQueryReq, fluxQueryReqDurationNs)
+    #: when last read (query_server_ns).
+    query_counters: tuple[int, int, int, int] | None = None
     external_endpoint = True  # a database of its own, marked (see the module docstring)
     namespace_kind = "database"
 
@@ -153,9 +154,10 @@ class InfluxDBServer(ServerEngine):
             self.query_sessions = None
         self.query_counters = None
 
-    def _query_counters(self) -> tuple[int, int] | None:
-        """The HTTP service's query requests and their total duration (ns) so far, from
-        ``/debug/vars``; ``None`` if it reports none."""
+    def _query_counters(self) -> tuple[int, int, int, int] | None:
+        """The HTTP service's InfluxQL query requests (``/query``) and their total duration (ns)
+        so far, then its Flux query requests (``/api/v2/query``) and theirs, from
+        ``/debug/vars``; ``None`` if it reports none (Flux's as 0 where it reports none)."""
         status, raw = self._request("GET", "/debug/vars")
         if status != 200:
             return None
@@ -163,7 +165,8 @@ class InfluxDBServer(ServerEngine):
             if key.startswith("httpd") and isinstance(stat, dict) and stat.get("name") == "httpd":
                 values = stat.get("values", {})
                 if "queryReq" in values and "queryReqDurationNs" in values:
-                    return int(values["queryReq"]), int(values["queryReqDurationNs"])
+                    return (int(values["queryReq"]), int(values["queryReqDurationNs"]),
+                            int(values.get("fluxQueryReq", 0)), int(values.get("fluxQueryReqDurationNs", 0)))
         return None
 
     # -- HTTP ---------------------------------------------------------------------------
@@ -241,6 +244,24 @@ class InfluxDBServer(ServerEngine):
                 raise RuntimeError(f"InfluxDB statement {r.get('statement_id')} failed: {r['error']}")
         return results
 
+    def _flux(self, script: str, extern: dict[str, Any], session: Session | None = None) -> str:
+        """POST a Flux script with its bound values (``extern``: a Flux AST of assignments the
+        server puts in front of the script) to ``/api/v2/query`` and return the answer as
+        annotated CSV (``#datatype``); raise on any error. A server without ``flux-enabled``
+        refuses it (403)."""
+        body = json.dumps({"type": "flux", "query": script, "extern": extern,
+                           "dialect": {"annotations": ["datatype"]}}).encode()
+        request = session.request if session is not None else self._request
+        status, raw = request("POST", "/api/v2/query", body,
+                              {"Content-Type": "application/json", "Accept": "application/csv"})
+        if status != 200:
+            try:
+                message = json.loads(raw).get("error", raw[:500])
+            except ValueError:
+                message = raw[:500]
+            raise RuntimeError(f"InfluxDB Flux query failed ({status}): {message}")
+        return raw.decode()
+
     def _write(self, db: str, body: bytes) -> None:
         status, raw = self._request("POST", f"/write?db={db}&precision=ns", body)
         if status != 204:
@@ -257,14 +278,16 @@ class InfluxDBServer(ServerEngine):
 
     def settings(self) -> dict[str, Any]:
         keys = ("index-version", "wal-fsync-delay", "cache-snapshot-write-cold-duration",
-                "compact-full-write-cold-duration", "max-concurrent-compactions")
+                "compact-full-write-cold-duration", "max-concurrent-compactions", "flux-enabled")
         if self.endpoint is not None:  # the user's server: its configuration is not ours to read
             return {"shard_duration": "1d", "batch_bytes": BATCH_BYTES, "writers": WRITERS, "settled": False}
         conf = (self.root / "influxd.toml").read_text() if (self.root / "influxd.toml").exists() else ""
         found = {k: v.strip().strip('"') for k, v in re.findall(r"^\s*([a-z-]+)\s*=\s*(.+)$", conf, re.M)}
         out: dict[str, Any] = {k: found.get(k, "default") for k in keys}
-        out.update({"results": "MessagePack over one kept-alive HTTP connection per client",
-                    "server_time": "/debug/vars httpd queryReqDurationNs growth per query",
+        out.update({"results": "MessagePack (InfluxQL), annotated CSV (Flux) over one kept-alive HTTP "
+                               "connection per client",
+                    "server_time": "/debug/vars httpd queryReqDurationNs growth per query "
+                                   "(fluxQueryReqDurationNs for the Flux files)",
                     "shard_duration": "1d", "batch_bytes": BATCH_BYTES, "writers": WRITERS,
                     "trade_ties": "tag seq = rank of the trade among those with the same "
                                   "(exchange, sym, side, ts)",

@@ -45,7 +45,6 @@ PRUNE = False
 # numpy dtype per SPEC Arrow type: ArcticDB's static schema wants every append's dtypes to match.
 DTYPES: dict[pa.DataType, Any] = {pa.float64(): np.float64, pa.int64(): np.int64, pa.string(): object}
 LATEST_COLUMNS = ["sym", "b1price", "a1price"]
-NS = pd.Timedelta(1, "ns")
 
 
 @dataclass(frozen=True)
@@ -227,29 +226,31 @@ class IngestStore:
         return total
 
     def count_upto(self, table: str, upto_ns: int) -> int:
-        """Rows of ``table`` with ``ts <= upto_ns``: from each symbol's description (its rows
-        and its first and last ``ts``) when the symbol lies wholly on one side, else its rows
-        less those after ``upto_ns`` (one batch of index-only reads). A write landing between
-        the two reads can only make the count smaller (every write adds rows), never larger."""
+        """Rows of ``table`` with ``ts <= upto_ns``: from each symbol's description (its rows and
+        its first and last ``ts``) when the symbol lies wholly on one side, else the rows of an
+        index-only read up to ``upto_ns`` (one batch of them). The head, not the tail after the
+        bound: ArcticDB 6.28 fails a read whose ``date_range`` starts 1 ns after a ``ts`` shared
+        by two segments ("Can't truncate … bytes"), which a tie across two appends makes."""
         names = list(self.symbols(table).values())
         if not names:
             return 0
         lib = self.library(table)
         upto = pd.Timestamp(upto_ns, unit="ns")
-        total, tails = 0, []
+        total, heads = 0, []
         for name, desc in zip(names, lib.get_description_batch(names), strict=True):
             if isinstance(desc, DataError):
                 raise RuntimeError(f"ArcticDB description of {desc.symbol} failed: {desc.exception_string}")
             start, end = desc.date_range
             if desc.row_count == 0 or start > upto:
                 continue
-            total += desc.row_count
-            if end > upto:
-                tails.append(ReadRequest(name, date_range=(upto + NS, None), columns=[]))
-        for item in lib.read_batch(tails) if tails else []:
+            if end <= upto:
+                total += desc.row_count
+            else:
+                heads.append(ReadRequest(name, date_range=(None, upto), columns=[]))
+        for item in lib.read_batch(heads) if heads else []:
             if isinstance(item, DataError):
                 raise RuntimeError(f"ArcticDB read of {item.symbol} failed: {item.exception_string}")
-            total -= len(item.data)
+            total += len(item.data)
         return total
 
     def latest(self) -> pa.Table:

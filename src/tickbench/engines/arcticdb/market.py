@@ -20,16 +20,21 @@ ArcticDB and which in Polars, and defines::
 
 ``params`` are :func:`market_bindings` of the market parameters (each ``<span>_range`` the
 inclusive ``date_range`` of ``[<span>_start, <span>_end)``).
+
+Queries during ingest: an LMDB directory of its own (the ``store``) with the same libraries and
+symbols, written by the stream path's per-instrument appends (:mod:`.ingest`, layout
+:data:`INGEST`), each user reading it through a :class:`MarketStore` of its own.
 """
 
 from __future__ import annotations
 
 import shutil
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import arcticdb as adb
 import pandas as pd
@@ -41,14 +46,29 @@ from arcticdb import DataError, QueryBuilder, ReadRequest
 from arcticdb.version_store.library import Library
 
 from tickbench.data.dataset import MARKET, Dataset
+from tickbench.data.schema import MARKET_SCHEMAS
+from tickbench.engines.arcticdb.ingest import FramesTarget, IngestLayout, IngestStore
 from tickbench.engines.arcticdb.layout import VENUES, split_symbol, symbol_name
 from tickbench.engines.arcticdb.writes import OPTIONS, W_DURABILITY, lmdb_bytes, lmdb_uri, write_symbol
-from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
+from tickbench.engines.base import (
+    LoadFigures,
+    Market,
+    MarketBulkLoad,
+    MarketIngest,
+    MarketReader,
+    MarketStorage,
+    StreamTarget,
+)
+from tickbench.params import RunParams
 
 TABLES = ("quotes", "trades")
 LIBRARIES = {"quotes": "market_quotes", "trades": "market_trades", "instruments": "market_instruments"}
 ORDER = {"quotes": ["ts", "exchange", "seq"], "trades": ["ts", "exchange", "trade_id"]}
 NS = pd.Timedelta(1, "ns")
+# The market ingest store: the market's libraries and orders, read as Polars as the query store
+# is; ties on ts keep the order across writes (M-SNAP's as-of joins take the last equal row).
+INGEST = IngestLayout({t: LIBRARIES[t] for t in TABLES}, {t: MARKET_SCHEMAS[t] for t in TABLES}, ORDER, "POLARS",
+                      ordered_ties=True)
 
 
 def market_bindings(raw: dict[str, Any]) -> dict[str, Any]:
@@ -123,7 +143,23 @@ class MarketStore:
         return out
 
 
-class ArcticMarket(Market, MarketBulkLoad, MarketStorage):
+class _Reader(MarketReader):
+    """One user's reader of the market ingest store: a :class:`MarketStore` of its own per query
+    over the symbols written so far. LMDB allows one open environment per path in a process, so
+    the users share the store's Arctic instance and libraries (ArcticDB reads from several
+    threads at once), as the market users share the query store's."""
+
+    def __init__(self, store: IngestStore, module: Callable[[str], ModuleType]) -> None:
+        self.store, self.module = store, module
+
+    def run_query(self, qid: str, params: RunParams) -> pa.Table:
+        fn = self.module(qid).query
+        view = MarketStore({t: self.store.library(t) for t in TABLES}, {t: self.store.symbols(t) for t in TABLES})
+        frame: pl.DataFrame = fn(view, market_bindings(params.bindings()))
+        return frame.to_arrow()
+
+
+class ArcticMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
     """The market capabilities of the ArcticDB adapter."""
 
     # Set by Engine.__init__ (the adapter's other base); the market suite's params are MarketParams.
@@ -132,6 +168,10 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage):
     params: Any
     ac_market: adb.Arctic | None = None
     market: MarketStore | None = None
+    market_ingest: IngestStore | None = None
+
+    if TYPE_CHECKING:  # the Adapter's
+        def _module(self, qid: str) -> ModuleType: ...
 
     @property
     def market_root(self) -> Path:
@@ -260,3 +300,36 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage):
             return None
         self.run_query(qid)  # type: ignore[attr-defined]
         return "\n".join(self._market_store().reads)
+
+    # -- queries during ingest (MarketIngest) ------------------------------------------------
+
+    def market_ingest_open(self, store: Path) -> None:
+        """An LMDB directory of its own at ``store`` (the loaded market's stays open beside it)
+        with the market's libraries: the instruments written as the load writes them, quotes and
+        trades without a symbol until their first rows arrive."""
+        if self.market_ingest is not None:
+            raise RuntimeError("a market ingest store is already open")
+        ingest = IngestStore(store, INGEST)
+        assert ingest.ac is not None
+        lib = ingest.ac.get_library(LIBRARIES["instruments"], create_if_missing=True, library_options=OPTIONS)
+        lib.write("instruments", self.dataset.instruments().to_pandas())
+        self.market_ingest = ingest
+
+    def _market_ingest(self) -> IngestStore:
+        if self.market_ingest is None:
+            raise RuntimeError("the market ingest store is not open")
+        return self.market_ingest
+
+    def market_ingest_target(self) -> StreamTarget:
+        return FramesTarget(self._market_ingest())
+
+    def market_ingest_count(self, table: str, upto_ns: int) -> int:
+        return self._market_ingest().count_upto(table, upto_ns)
+
+    def market_ingest_reader(self) -> MarketReader:
+        return _Reader(self._market_ingest(), self._module)
+
+    def market_ingest_close(self) -> None:
+        if self.market_ingest is not None:
+            self.market_ingest.close()
+            self.market_ingest = None

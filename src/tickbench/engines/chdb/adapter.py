@@ -10,13 +10,10 @@ or, when no session is open, in a session of its own under the store's directory
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import shutil
-import struct
 import tempfile
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,7 +22,7 @@ import pyarrow as pa
 from chdb.session import Session
 from chdb.state.sqlitelike import Connection
 
-from tickbench.data.schema import SCHEMAS, TABLES, rows_to_table
+from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import (
     BulkLoad,
     Engine,
@@ -35,9 +32,9 @@ from tickbench.engines.base import (
     IngestClient,
     LoadFigures,
     Storage,
-    StreamSender,
     StreamTarget,
 )
+from tickbench.engines.chdb.ingest import INGEST_DB, INGEST_INSERT, ArrowStreamTarget, Writer
 from tickbench.engines.chdb.market import ChdbMarket
 from tickbench.engines.chdb.statements import (
     BASELINE_CREATE,
@@ -46,6 +43,7 @@ from tickbench.engines.chdb.statements import (
     DB,
     DB_PARTS,
     DROP_DB,
+    DROP_DB_SYNC,
     DROP_TABLE,
     FLUSH_LOG,
     FORMATS,
@@ -54,7 +52,6 @@ from tickbench.engines.chdb.statements import (
     INSERT_DAY,
     MERGES,
     OPTIMIZE_DAY,
-    PARAM,
     PARTS,
     QUERY_MEMORY,
     SET_FSYNC,
@@ -64,6 +61,8 @@ from tickbench.engines.chdb.statements import (
     USE_DB,
     W_DURABILITY,
     file_glob,
+    param_text,
+    query_params,
 )
 
 HERE = Path(__file__).parent
@@ -82,22 +81,13 @@ CONFIG = """<clickhouse>
 """
 
 # -- ingest ---------------------------------------------------------------------------------
-INGEST_DB = "tickbench_ingest"
 # In the store's directory: which session path holds the store's database, and that database's
 # UUID, so a store deleted and made again (tick-latency's fresh store per repetition) gets a
 # fresh database, and a store reopened in a new process (durability) finds its own.
 INGEST_MARK = "chdb-ingest.json"
-# chDB turns ClickHouse's async_insert on by default; every ingest INSERT says which it uses.
-ASYNC_INSERT = {"default": 0, "fsync": 0, "async": 1}
 # The MergeTree settings each durability choice puts on the ingest tables at ingest_open.
 FSYNC = {"default": 0, "fsync": 1, "async": 0}
-# streaming INSERTs take no query parameters: the statements are constants per table and mode.
-INGEST_INSERT = {
-    (table, mode): f"INSERT INTO {INGEST_DB}.{table} SETTINGS async_insert = {value}, wait_for_async_insert = 1"
-    for table in TABLES for mode, value in ASYNC_INSERT.items()
-}
 INGEST_UUID = "SELECT toString(uuid) AS uuid FROM system.databases WHERE name = {db:String}"
-DROP_DB_SYNC = "DROP DATABASE IF EXISTS {db:Identifier} SYNC"
 INGEST_READ = {
     "trades": "SELECT * FROM {db:Identifier}.trades WHERE sym = {sym:String} ORDER BY ts, trade_id",
     "book": "SELECT * FROM {db:Identifier}.book WHERE sym = {sym:String} ORDER BY ts",
@@ -105,103 +95,6 @@ INGEST_READ = {
 # The latest row per sym: LIMIT BY over the table's own order (sym, …, ts) reads in order.
 INGEST_LATEST = ("SELECT sym, ts, b1price, a1price FROM {db:Identifier}.book "
                  "ORDER BY sym, ts DESC LIMIT 1 BY sym")
-# Below this many rows a write is encoded row by row as RowBinary; from it on, as one Arrow
-# stream (columnar: its fixed cost is repaid by the cheaper per-row encoding; see README).
-ARROW_MIN_ROWS = 100
-_NUMBERS = {"trades": struct.Struct("<ddq"), "book": struct.Struct("<" + "d" * (len(SCHEMAS["book"]) - 3))}
-_TS = struct.Struct("<q")
-
-
-class _Writer(IngestClient):
-    """A writer on a chDB connection of its own to the session path: chDB serialises the
-    statements of one connection but runs those of different connections concurrently."""
-
-    def __init__(self, conn: Connection, mode: str) -> None:
-        self.conn, self.mode = conn, mode
-        self._strings: dict[str, bytes] = {}
-
-    def _string(self, value: str) -> bytes:
-        """RowBinary String: LEB128 length, then the UTF-8 bytes (memoised: few distinct)."""
-        out = self._strings.get(value)
-        if out is None:
-            raw = value.encode()
-            n, prefix = len(raw), bytearray()
-            while True:
-                byte, n = n & 0x7F, n >> 7
-                prefix.append(byte | (0x80 if n else 0))
-                if not n:
-                    break
-            out = self._strings[value] = bytes(prefix) + raw
-        return out
-
-    def _row_binary(self, table: str, rows: Sequence[tuple[Any, ...]]) -> bytes:
-        """RowBinary rows: ts as Int64 nanoseconds (DateTime64(9)'s ticks), strings, numbers."""
-        numbers, text = _NUMBERS[table], 4 if table == "trades" else 3
-        return b"".join(
-            _TS.pack(row[0]) + b"".join(self._string(v) for v in row[1:text]) + numbers.pack(*row[text:])
-            for row in rows
-        )
-
-    def write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        if not rows:
-            return
-        if len(rows) < ARROW_MIN_ROWS:
-            fmt, data = "RowBinary", self._row_binary(table, rows)
-        else:
-            fmt, data = "ArrowStream", ipc_stream(rows_to_table(table, rows))
-        # One INSERT; finish() returns when ClickHouse committed its part (or raises).
-        with self.conn.send_insert(INGEST_INSERT[table, self.mode], fmt) as insert:
-            insert.append(data)
-            insert.finish()
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-class _ArrowStreamSender(StreamSender):
-    """A stream writer on a chDB connection of its own: a payload is one Arrow IPC stream,
-    one INSERT in ClickHouse's ``ArrowStream`` format, returned when its part is committed."""
-
-    def __init__(self, conn: Connection, mode: str) -> None:
-        self.conn, self.mode = conn, mode
-
-    def send(self, payload: Any) -> None:
-        table, data = payload
-        with self.conn.send_insert(INGEST_INSERT[table, self.mode], "ArrowStream") as insert:
-            insert.append(data)
-            insert.finish()
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-class _ArrowStreamTarget(StreamTarget):
-    """chDB's fastest streaming path: each batch an Arrow IPC stream (encoded before the
-    clock) inserted by writer threads of the worker, the one process holding the session."""
-
-    in_process = True
-    path = "Arrow IPC stream per batch, one INSERT … FORMAT ArrowStream each, writer threads in the engine's process"
-
-    def __init__(self, conn_str: str, mode: str) -> None:
-        self.conn_str, self.mode = conn_str, mode
-
-    def encode(self, table: str, batch: pa.Table) -> Any:
-        return table, ipc_stream(batch.cast(SCHEMAS[table]))
-
-    def wire_bytes(self, payload: Any) -> bytes:
-        data: bytes = payload[1]
-        return data
-
-    def connect(self) -> StreamSender:
-        return _ArrowStreamSender(Connection(self.conn_str), self.mode)
-
-
-def ipc_stream(batch: pa.Table) -> bytes:
-    """``batch`` as one Arrow IPC stream (what ``FORMAT ArrowStream`` reads)."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as writer:
-        writer.write_table(batch)
-    return bytes(sink.getvalue())
 
 
 class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ChdbMarket):
@@ -506,12 +399,13 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ChdbMarket):
     def ingest_client(self) -> IngestClient:
         if self.ingest_conn is None:
             raise RuntimeError("the ingest store is not open")
-        return _Writer(Connection(self.ingest_conn), self.ingest_mode)
+        return Writer(Connection(self.ingest_conn), self.ingest_mode)
 
     def ingest_stream_target(self) -> StreamTarget:
         if self.ingest_conn is None:
             raise RuntimeError("the ingest store is not open")
-        return _ArrowStreamTarget(self.ingest_conn, self.ingest_mode)
+        inserts = {t: INGEST_INSERT[t, self.ingest_mode] for t in TABLES}
+        return ArrowStreamTarget(self.ingest_conn, inserts, SCHEMAS)
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         return self._ingest_sql(INGEST_READ[table], {"db": INGEST_DB, "sym": sym})
@@ -539,22 +433,3 @@ PLAN_LINE = 240
 def clip(line: str) -> str:
     """A plan line cut to ``PLAN_LINE`` characters, saying how long it was."""
     return line if len(line) <= PLAN_LINE else f"{line[:PLAN_LINE]} … ({len(line):,} characters)"
-
-
-def query_params(sql: str, bindings: dict[str, Any]) -> dict[str, Any]:
-    """The bindings that ``sql`` names as ClickHouse query parameters (``{name:Type}``)."""
-    return {name: bindings[name] for name in set(PARAM.findall(sql))}
-
-
-def param_text(value: Any) -> str:
-    """A query parameter as the text ClickHouse parses for its declared type: chDB passes
-    values as text and writes neither datetimes nor lists the way ClickHouse reads them.
-    Datetimes (naive UTC) become ``YYYY-MM-DD hh:mm:ss.ffffff``, lists ``['…', …]``, and a
-    string is escaped as ClickHouse's escaped text format wants (backslash, tab, newline).
-    Integers in a list stay bare (an ``Array(Int64)`` does not read quoted numbers)."""
-    if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ", timespec="microseconds")
-    if isinstance(value, list):
-        return "[" + ", ".join(str(v) if isinstance(v, int) and not isinstance(v, bool)
-                               else "'" + param_text(v).replace("'", "\\'") + "'" for v in value) + "]"
-    return str(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")

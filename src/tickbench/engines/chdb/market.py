@@ -1,16 +1,33 @@
 """The market suite on chDB (SPEC §2.3): the market tables (``market.sql``) in the query database
 ``tickbench``, loaded a day at a time through ClickHouse's own Parquet reader; M-W's stores in
 databases of their own (``mw_csv``, ``mw_parquet``, ``mw_baseline_*``) in the same session, as
-the paper suite's W stores are (one chDB session path per process)."""
+the paper suite's W stores are (one chDB session path per process); the market ingest store
+(queries during ingest) in database ``tickbench_market_ingest`` of that session, written by
+the stream path's Arrow INSERTs (``ingest.py``) while each user queries it on a connection of
+its own."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+from chdb.state.sqlitelike import Connection
+
 from tickbench.data.dataset import INSTRUMENTS_PATH, inside
-from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
+from tickbench.data.schema import MARKET_SCHEMAS
+from tickbench.engines.base import (
+    EngineInfo,
+    LoadFigures,
+    Market,
+    MarketBulkLoad,
+    MarketIngest,
+    MarketReader,
+    MarketStorage,
+    StreamTarget,
+)
 from tickbench.engines.chdb import statements as ch
+from tickbench.engines.chdb.ingest import ArrowStreamTarget
 
 if TYPE_CHECKING:
     from tickbench.data.dataset import Dataset
@@ -28,20 +45,51 @@ INSERT_MARKET = (
     "SETTINGS min_insert_block_size_rows = 1000000000, min_insert_block_size_bytes = 2147483648, "
     "input_format_null_as_default = 0"
 )
+INGEST_DB = "tickbench_market_ingest"
+# The ingest suites' default: async_insert off (chDB turns it on), so each INSERT is one part,
+# acknowledged once active and visible to the next query.
+INGEST_INSERT = {t: f"INSERT INTO {INGEST_DB}.{t} SETTINGS async_insert = 0, wait_for_async_insert = 1"
+                 for t in DAY_TABLES}
+INGEST_COUNT = ("SELECT count() FROM {db:Identifier}.{table:Identifier} "
+                "WHERE ts <= fromUnixTimestamp64Nano({upto:Int64}, 'UTC')")
 MARKET_PARTS = (
     "SELECT sum(bytes_on_disk), count(), sum(rows) FROM system.parts "
     "WHERE active AND database = {db:String} AND table IN {tables:Array(String)}"
 )
 
 
-class ChdbMarket(Market, MarketBulkLoad, MarketStorage):
+class _Reader(MarketReader):
+    """One user's own chDB connection to the session path, using the market ingest database
+    (``USE`` is per connection): chDB runs different connections' queries concurrently, so
+    the users are not serialised as the adapter's one session serialises its copies."""
+
+    def __init__(self, info: EngineInfo, conn_str: str) -> None:
+        self.info, self.conn = info, Connection(conn_str)
+        self.conn.query(ch.USE_DB, params={"db": INGEST_DB})
+
+    def run_query(self, qid: str, params: RunParams) -> pa.Table:
+        sql = self.info.query_text(qid)
+        text = {n: ch.param_text(v) for n, v in ch.query_params(sql, params.bindings()).items()}
+        table = self.conn.query(sql, "ArrowTable", params=text)
+        assert isinstance(table, pa.Table)
+        return table
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class ChdbMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
     """The market capabilities for :class:`tickbench.engines.chdb.adapter.Adapter` (which
     inherits this), on its session's ``_sql``."""
+
+    market_ingest_conn: str | None = None  # the session's connection string while the store is open
 
     if TYPE_CHECKING:  # the Adapter's, which inherits this
         dataset: Dataset
         params: RunParams
         workdir: Path
+        info: EngineInfo
+        session_conn: str | None
 
         def _sql(self, sql: str, params: dict[str, Any] | None = None, fmt: str = "CSV") -> Any: ...
 
@@ -139,3 +187,41 @@ class ChdbMarket(Market, MarketBulkLoad, MarketStorage):
         merging = self._scalars(ch.MERGES, {"db": ch.DB})[0]
         return {"parts_bytes_on_disk": disk, "quotes_trades_bytes_on_disk": days, "active_parts": parts,
                 "quotes_trades_active_parts": day_parts, "merges_running": merging}
+
+    # -- queries during ingest (MarketIngest) ------------------------------------------------
+
+    def market_ingest_open(self, store: Path) -> None:
+        """Database ``tickbench_market_ingest`` in the process's session, beside the loaded
+        ``tickbench`` (one chDB session path per process), made afresh with the market schema
+        and the instruments; its parts live under the session path, ``store`` stays empty."""
+        if self.market_ingest_conn is not None:
+            raise RuntimeError("a market ingest store is already open")
+        if self.session_conn is None:
+            raise RuntimeError("chDB is not started")
+        store.mkdir(parents=True, exist_ok=True)
+        self._sql(ch.DROP_DB_SYNC, {"db": INGEST_DB})
+        self._market_create(INGEST_DB)
+        self._market_insert(INGEST_DB, "instruments", "parquet", [inside(self.dataset.root, INSTRUMENTS_PATH)])
+        self.market_ingest_conn = self.session_conn
+
+    def _market_ingest(self) -> str:
+        if self.market_ingest_conn is None:
+            raise RuntimeError("the market ingest store is not open")
+        return self.market_ingest_conn
+
+    def market_ingest_target(self) -> StreamTarget:
+        return ArrowStreamTarget(self._market_ingest(), INGEST_INSERT, {t: MARKET_SCHEMAS[t] for t in DAY_TABLES})
+
+    def market_ingest_count(self, table: str, upto_ns: int) -> int:
+        self._market_ingest()
+        return self._scalars(INGEST_COUNT, {"db": INGEST_DB, "table": table, "upto": upto_ns})[0]
+
+    def market_ingest_reader(self) -> MarketReader:
+        return _Reader(self.info, self._market_ingest())
+
+    def market_ingest_close(self) -> None:
+        """Drop the store's database (the suite deletes the store after it; its parts live in
+        the session, not in ``store``)."""
+        if self.market_ingest_conn is not None:
+            self.market_ingest_conn = None
+            self._sql(ch.DROP_DB_SYNC, {"db": INGEST_DB})

@@ -1,12 +1,15 @@
-"""chDB's own statements and settings (loads, W, SE, memory, fsync), and how file() names a
-list of input files: shared by the adapter (the published suite, ingest) and its market mixin."""
+"""chDB's own statements and settings (loads, W, SE, memory, fsync), how file() names a list of
+input files and how query parameters are written: shared by the adapter (the published suite,
+ingest) and its market mixin."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 DB = "tickbench"
 PARAM = re.compile(r"\{([a-z_][a-z0-9_]*):")
@@ -25,6 +28,8 @@ DROP_TABLE = "DROP TABLE IF EXISTS {db:Identifier}.{table:Identifier} SYNC"
 # Not SYNC: an Atomic database drops at once and deletes its files in the background, so
 # clearing the previous W store costs the next load almost nothing.
 DROP_DB = "DROP DATABASE IF EXISTS {db:Identifier}"
+# SYNC: an ingest store's database made again under the same name must not meet its old files.
+DROP_DB_SYNC = "DROP DATABASE IF EXISTS {db:Identifier} SYNC"
 # The insertion table's structure is used for file() (no schema inference, no casts), and
 # CSVWithNames matches columns by the header's names.
 INSERT = "INSERT INTO {db:Identifier}.{table:Identifier} SELECT * FROM file({path:String}, {fmt:Identifier})"
@@ -105,3 +110,22 @@ def file_glob(files: list[Path], links: Path) -> str:
         return str(files[0])
     root = Path(os.path.commonpath(files))
     return f"{root}/{{{','.join(str(f.relative_to(root)) for f in files)}}}"
+
+
+def query_params(sql: str, bindings: dict[str, Any]) -> dict[str, Any]:
+    """The bindings that ``sql`` names as ClickHouse query parameters (``{name:Type}``)."""
+    return {name: bindings[name] for name in set(PARAM.findall(sql))}
+
+
+def param_text(value: Any) -> str:
+    """A query parameter as the text ClickHouse parses for its declared type: chDB passes
+    values as text and writes neither datetimes nor lists the way ClickHouse reads them.
+    Datetimes (naive UTC) become ``YYYY-MM-DD hh:mm:ss.ffffff``, lists ``['…', …]``, and a
+    string is escaped as ClickHouse's escaped text format wants (backslash, tab, newline).
+    Integers in a list stay bare (an ``Array(Int64)`` does not read quoted numbers)."""
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ", timespec="microseconds")
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) if isinstance(v, int) and not isinstance(v, bool)
+                               else "'" + param_text(v).replace("'", "\\'") + "'" for v in value) + "]"
+    return str(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")

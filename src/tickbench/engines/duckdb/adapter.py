@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any, ClassVar
 
 import duckdb
 import pyarrow as pa
 
-from tickbench.data.schema import SCHEMAS, TABLES, rows_to_table
+from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import (
     BulkLoad,
     Engine,
@@ -20,13 +19,12 @@ from tickbench.engines.base import (
     LoadFigures,
     SharedReaders,
     Storage,
-    StreamSender,
     StreamTarget,
 )
-from tickbench.engines.duckdb.market import DuckDBMarket
+from tickbench.engines.duckdb.ingest import ArrowTarget, Writer
+from tickbench.engines.duckdb.market import PARAM, DuckDBMarket, run_bound
 
 SCHEMA = (Path(__file__).parent / "schema.sql").read_text()
-PARAM = re.compile(r"\$([a-z][a-z0-9_]*)")
 # The layout the queries rely on: row groups in this order, so zone maps prune by instrument
 # and time. Every store (the query store, W's, SE's) is built in it, inside the clock.
 SORT_KEY = "sym, exchange, ts"
@@ -52,77 +50,6 @@ def connect(path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
         "memory_limit": memory_budget(),
         "temp_directory": str(path.with_suffix(".tmp")),
     })
-
-
-def _insert_sql(table: str) -> str:
-    ncols = len(SCHEMAS[table].names)
-    return f"INSERT INTO {table} VALUES (make_timestamp_ns(?)" + ", ?" * (ncols - 1) + ")"
-
-
-INSERT = {t: _insert_sql(t) for t in TABLES}
-INSERT_ARROW = {t: f"INSERT INTO {t} SELECT * FROM tickbench_batch" for t in TABLES}
-
-
-class _Writer(IngestClient):
-    """A writer on its own cursor (DuckDB connections are not shared across threads)."""
-
-    def __init__(self, cursor: duckdb.DuckDBPyConnection) -> None:
-        self.cur = cursor
-
-    def write(self, table: str, rows: Any) -> None:
-        if len(rows) <= 8:
-            for row in rows:  # one autocommitted INSERT per event, as a trading system writes
-                self.cur.execute(INSERT[table], row)
-            return
-        # A batch goes in as one Arrow scan: one transaction, far fewer round trips.
-        batch = rows_to_table(table, rows)
-        self.cur.register("tickbench_batch", batch)
-        try:
-            self.cur.execute(f"INSERT INTO {table} SELECT * FROM tickbench_batch")
-        finally:
-            self.cur.unregister("tickbench_batch")
-
-    def close(self) -> None:
-        self.cur.close()
-
-
-class _ArrowSender(StreamSender):
-    """A stream writer on its own cursor: a payload is an Arrow batch, one INSERT (one
-    transaction) scanning it."""
-
-    def __init__(self, cursor: duckdb.DuckDBPyConnection) -> None:
-        self.cur = cursor
-
-    def send(self, payload: Any) -> None:
-        table, batch = payload
-        self.cur.register("tickbench_batch", batch)
-        try:
-            self.cur.execute(INSERT_ARROW[table])
-        finally:
-            self.cur.unregister("tickbench_batch")
-
-    def close(self) -> None:
-        self.cur.close()
-
-
-class _ArrowTarget(StreamTarget):
-    """DuckDB's fastest streaming path: Arrow batches (cast before the clock) inserted by
-    writer threads of the worker, the one process that may open the store for writing."""
-
-    in_process = True
-    path = "Arrow batch registered and inserted (INSERT … SELECT), writer threads in the engine's process"
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
-
-    def encode(self, table: str, batch: pa.Table) -> Any:
-        return table, batch.cast(SCHEMAS[table]).combine_chunks()
-
-    def payload_bytes(self, payload: Any) -> int:
-        return int(payload[1].nbytes)
-
-    def connect(self) -> StreamSender:
-        return _ArrowSender(self.con.cursor())
 
 
 class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
@@ -180,10 +107,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
         return _count_rows(con)
 
     def run_query(self, qid: str) -> pa.Table:
-        sql = self.query_text(qid)
-        binds = self.params.bindings()
-        used = {name: binds[name] for name in PARAM.findall(sql)}
-        return self._conn().sql(sql, params=used).to_arrow_table()
+        return run_bound(self._conn(), self.query_text(qid), self.params.bindings())
 
     def explain(self, qid: str) -> str:
         """``EXPLAIN (ANALYZE, FORMAT json)`` as an indented tree: each operator with the rows
@@ -276,10 +200,10 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
         return self.ingest
 
     def ingest_client(self) -> IngestClient:
-        return _Writer(self._ingest().cursor())
+        return Writer(self._ingest().cursor())
 
     def ingest_stream_target(self) -> StreamTarget:
-        return _ArrowTarget(self._ingest())
+        return ArrowTarget(self._ingest(), SCHEMAS)
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         order = "ts, trade_id" if table == "trades" else "ts"

@@ -1,22 +1,40 @@
-"""DuckDB's market suite (SPEC §2.3): the market schema (``market.sql``), its load, M-W and M-SE.
+"""DuckDB's market suite (SPEC §2.3): the market schema (``market.sql``), its load, M-W, M-SE
+and queries during ingest.
 
 The store is the query store's own database file: ``instruments``, ``quotes`` and ``trades``
 as native tables, each day inserted in one ``INSERT … SELECT FROM read_parquet(…) ORDER BY``
 (sym, ts, then the tie-breakers), so the row groups are day-major and sym-ordered within a day:
-their zone maps let a scan read only the days and instruments a query asks for.
+their zone maps let a scan read only the days and instruments a query asks for. The market
+ingest store is a database file of its own (``<store>/market-ingest.duckdb``) with the same
+schema, written by the stream path's Arrow inserts (``ingest.py``) while each user queries it
+on a cursor of its own.
 """
 
 from __future__ import annotations
 
+import re
 from abc import abstractmethod
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
-from tickbench.data.schema import MARKET_TABLES
-from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
+from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.engines.base import (
+    EngineInfo,
+    LoadFigures,
+    Market,
+    MarketBulkLoad,
+    MarketIngest,
+    MarketReader,
+    MarketStorage,
+    StreamTarget,
+)
+from tickbench.engines.duckdb.ingest import ArrowTarget
 from tickbench.market_params import MarketParams
+from tickbench.params import RunParams
 
 MARKET_SCHEMA = (Path(__file__).parent / "market.sql").read_text()
 # The order of each day's rows: the instrument, then time, then the ties' order (SPEC §2.3).
@@ -26,6 +44,20 @@ ORDER = {"quotes": "sym, ts, exchange, seq", "trades": "sym, ts, exchange, trade
 UTC = "SET TimeZone = 'UTC'"
 DURABILITY = ("CHECKPOINT before the clock stops: the table data written into the database file "
               "and fsynced, the WAL emptied")
+# A query's named parameters ($b50_syms: digits allowed).
+PARAM = re.compile(r"\$([a-z][a-z0-9_]*)")
+INGEST_FILE = "market-ingest"
+# The stream's batches cast to the tables' types before the clock: ts without its zone, so the
+# insert stores the UTC wall time as it is (a zoned batch would go through the time zone).
+INGEST_SCHEMAS = {t: pa.schema([pa.field("ts", pa.timestamp("ns")) if f.name == "ts" else f
+                                for f in MARKET_SCHEMAS[t]]) for t in MARKET_TABLES}
+COUNT_UPTO = {t: f"SELECT count(*) FROM {t} WHERE ts <= make_timestamp_ns($upto)" for t in MARKET_TABLES}
+
+
+def run_bound(con: duckdb.DuckDBPyConnection, sql: str, bindings: dict[str, Any]) -> pa.Table:
+    """``sql`` on ``con`` with the named parameters it names, taken from ``bindings``."""
+    used = {name: bindings[name] for name in PARAM.findall(sql)}
+    return con.sql(sql, params=used).to_arrow_table()
 
 
 def _insert_day(con: duckdb.DuckDBPyConnection, table: str, files: list[Path]) -> None:
@@ -37,12 +69,29 @@ def _count(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> int:
     return sum(int(con.sql(f"SELECT count(*) FROM {t}").fetchall()[0][0]) for t in tables)
 
 
-class DuckDBMarket(Market, MarketBulkLoad, MarketStorage):
+class _Reader(MarketReader):
+    """One user's own cursor of the market ingest store: DuckDB runs the cursors' queries side
+    by side, each over the rows committed when it began (MVCC), while the writers append."""
+
+    def __init__(self, info: EngineInfo, cursor: duckdb.DuckDBPyConnection) -> None:
+        self.info, self.cur = info, cursor
+        self.cur.execute(UTC)
+
+    def run_query(self, qid: str, params: RunParams) -> pa.Table:
+        return run_bound(self.cur, self.info.query_text(qid), params.bindings())
+
+    def close(self) -> None:
+        self.cur.close()
+
+
+class DuckDBMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
     """The market capabilities of the DuckDB adapter (mixed into ``Adapter``, which provides
     the connection, the dataset and the parameters)."""
 
     dataset: Dataset
     workdir: Path
+    info: EngineInfo
+    market_ingest_con: duckdb.DuckDBPyConnection | None = None
 
     @abstractmethod
     def _conn(self) -> duckdb.DuckDBPyConnection:
@@ -64,12 +113,16 @@ class DuckDBMarket(Market, MarketBulkLoad, MarketStorage):
             raise TypeError("the market capabilities run with the market dataset's parameters")
         return params
 
-    def load_market(self) -> int:
-        con = self._conn()
+    def _market_schema(self, con: duckdb.DuckDBPyConnection) -> None:
+        """The market tables in ``con``'s database, the instruments loaded, quotes and trades empty."""
         con.execute(UTC)
         con.execute(MARKET_SCHEMA)
         con.execute("INSERT INTO instruments SELECT * FROM read_parquet($path) ORDER BY sym",
                     {"path": str(self.dataset.root / "instruments.parquet")})
+
+    def load_market(self) -> int:
+        con = self._conn()
+        self._market_schema(con)
         for day in self._market.load_days():  # one day's sort at a time, appended in day order
             for table in MARKET_TABLES:
                 _insert_day(con, table, self.dataset.input_files(table, [day], self.workdir))
@@ -127,6 +180,46 @@ class DuckDBMarket(Market, MarketBulkLoad, MarketStorage):
         self._conn().execute("CHECKPOINT")
         files = [p for p in (self.db_path, self.db_path.with_suffix(".duckdb.wal")) if p.is_file()]
         return {"database_file": sum(p.stat().st_size for p in files)}
+
+    # -- queries during ingest (MarketIngest) ------------------------------------------------
+
+    def market_ingest_open(self, store: Path) -> None:
+        """A database file of its own in ``store`` (DuckDB opens one file per connection; the
+        loaded query store stays open beside it), with the market schema: rows stream in arrival
+        (time) order, so the zone maps prune by time, not by instrument as the load's sort does."""
+        if self.market_ingest_con is not None:
+            raise RuntimeError("a market ingest store is already open")
+        con = self._fresh(store, INGEST_FILE)
+        try:
+            self._market_schema(con)
+        except BaseException:
+            con.close()
+            raise
+        self.market_ingest_con = con
+
+    def _market_ingest(self) -> duckdb.DuckDBPyConnection:
+        if self.market_ingest_con is None:
+            raise RuntimeError("the market ingest store is not open")
+        return self.market_ingest_con
+
+    def market_ingest_target(self) -> StreamTarget:
+        return ArrowTarget(self._market_ingest(), INGEST_SCHEMAS)
+
+    def market_ingest_count(self, table: str, upto_ns: int) -> int:
+        cur = self._market_ingest().cursor()
+        try:
+            row = cur.execute(COUNT_UPTO[table], {"upto": upto_ns}).fetchone()
+        finally:
+            cur.close()
+        return int(row[0]) if row else 0
+
+    def market_ingest_reader(self) -> MarketReader:
+        return _Reader(self.info, self._market_ingest().cursor())
+
+    def market_ingest_close(self) -> None:
+        if self.market_ingest_con is not None:
+            self.market_ingest_con.close()
+            self.market_ingest_con = None
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> str:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from tickbench.run.cell import CellContext, Worker
 
 PREFIX = "M-SNAP/ingest/"
-NO_INGEST = "no market ingest capability: the engine has no streaming path into the market tables yet"
+NO_INGEST = "no market ingest capability: the engine has no streaming path into the market tables"
 LINGER_S = 0.01  # at a fixed rate a write carries the events due within this long (the stream suite's default)
 RATES: tuple[int | None, ...] = (10_000, 100_000, None)
 WRITERS: tuple[int, ...] = (1, 2)

@@ -30,10 +30,10 @@ import polars as pl
 import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
-from tickbench.engines.base import EngineUnavailable, MarketIngest, MarketReader, StreamSender, StreamTarget
+from tickbench.engines.base import EngineUnavailable, MarketIngest, MarketReader, StreamTarget
 from tickbench.engines.influxdb.market import LINES, batches, bound_value, instrument_lines, quote_ties, trade_tape
 from tickbench.engines.influxdb.server import QUERY_IDLE_S
-from tickbench.engines.influxdb.writer import LineSender, Session
+from tickbench.engines.influxdb.writer import LinePostTarget, Session
 from tickbench.engines.server import ReaderPool
 from tickbench.market_params import MarketParams
 
@@ -63,7 +63,7 @@ def day_tape(dataset: Dataset, day: str) -> dict[str, pl.DataFrame]:
             "trades": trade_tape(read("trades")).select(*KEYS["trades"], "ord", "tie")}
 
 
-class MarketLineTarget(StreamTarget):
+class MarketLineTarget(LinePostTarget):
     """The market ingest store's streaming path: the market load's line protocol formatted
     before the clock, each payload one POST to ``/write`` (acknowledged by HTTP 204 after the
     WAL fsync) over a kept-alive connection of the writer's own (:class:`~.writer.LineSender`).
@@ -73,8 +73,8 @@ class MarketLineTarget(StreamTarget):
             "from the day's numbering), one POST /write per payload on kept-alive HTTP, writer processes")
 
     def __init__(self, port: int, db: str, tape: dict[str, pl.DataFrame], auth: dict[str, str] | None = None) -> None:
-        self.port, self.tape, self.auth = port, tape, auth or {}
-        self.write_path = f"/write?db={db}&precision=ns"
+        super().__init__(port, db, auth)
+        self.tape = tape
 
     def encode(self, table: str, batch: pa.Table) -> Any:
         frame = pl.from_arrow(batch)
@@ -85,16 +85,6 @@ class MarketLineTarget(StreamTarget):
         lines = LINES[table](numbered.with_columns(pl.col("tie").fill_null(0)))
         return lines.str.join("").item().encode()
 
-    def wire_bytes(self, payload: Any) -> bytes:
-        data: bytes = payload
-        return data
-
-    def connect(self) -> StreamSender:
-        return LineSender(Session(self.port, self.auth), self.write_path)
-
-    def connect_sink(self, host: str, port: int) -> StreamSender | None:
-        # The sink answers any POST with 204, as /write does: the same sender and payloads.
-        return LineSender(Session(port, self.auth), self.write_path)
 
 
 class InfluxMarketIngest(MarketIngest):

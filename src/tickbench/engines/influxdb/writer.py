@@ -73,21 +73,13 @@ class LineSender(StreamSender):
         self.session.close()
 
 
-class LineTarget(StreamTarget):
-    """InfluxDB's streaming path: line protocol formatted before the clock, each payload one
-    POST over a kept-alive connection. Writers are threads of the worker: a trade's ``seq``
-    tag numbers ties on (exchange, sym, side, ts) across every writer of the store, from the
-    one registry (:class:`Ties`) that payloads encoded in separate processes could not share."""
+class LinePostTarget(StreamTarget):
+    """A streaming path of line-protocol payloads, each one POST to ``/write`` of database
+    ``db`` over a kept-alive connection of the writer's own; subclasses encode the payloads."""
 
-    in_process = True
-    path = "line protocol formatted before the clock, one POST /write per payload on kept-alive HTTP, writer threads"
-
-    def __init__(self, port: int, db: str, ties: Ties, auth: dict[str, str] | None = None) -> None:
-        self.port, self.ties, self.auth = port, ties, auth or {}
+    def __init__(self, port: int, db: str, auth: dict[str, str] | None = None) -> None:
+        self.port, self.auth = port, auth or {}
         self.write_path = f"/write?db={db}&precision=ns"
-
-    def encode(self, table: str, batch: pa.Table) -> Any:
-        return ingest_lines(table, batch_rows(batch), self.ties)
 
     def wire_bytes(self, payload: Any) -> bytes:
         data: bytes = payload
@@ -99,3 +91,20 @@ class LineTarget(StreamTarget):
     def connect_sink(self, host: str, port: int) -> StreamSender | None:
         # The sink answers any POST with 204, as /write does: the same sender and payloads.
         return LineSender(Session(port, self.auth), self.write_path)
+
+
+class LineTarget(LinePostTarget):
+    """InfluxDB's streaming path: line protocol formatted before the clock, each payload one
+    POST over a kept-alive connection. Writers are threads of the worker: a trade's ``seq``
+    tag numbers ties on (exchange, sym, side, ts) across every writer of the store, from the
+    one registry (:class:`Ties`) that payloads encoded in separate processes could not share."""
+
+    in_process = True
+    path = "line protocol formatted before the clock, one POST /write per payload on kept-alive HTTP, writer threads"
+
+    def __init__(self, port: int, db: str, ties: Ties, auth: dict[str, str] | None = None) -> None:
+        super().__init__(port, db, auth)
+        self.ties = ties
+
+    def encode(self, table: str, batch: pa.Table) -> Any:
+        return ingest_lines(table, batch_rows(batch), self.ties)

@@ -23,6 +23,15 @@ INSERT = {t: _insert_sql(t) for t in TABLES}
 INSERT_ARROW = {t: f"INSERT INTO {t} SELECT * FROM tickbench_batch" for t in (*TABLES, *MARKET_TABLES)}
 
 
+def insert_arrow(cur: duckdb.DuckDBPyConnection, table: str, batch: pa.Table) -> None:
+    """``batch`` into ``table`` by one INSERT (one transaction) scanning it, registered on ``cur``."""
+    cur.register("tickbench_batch", batch)
+    try:
+        cur.execute(INSERT_ARROW[table])
+    finally:
+        cur.unregister("tickbench_batch")
+
+
 class Writer(IngestClient):
     """A writer on its own cursor (DuckDB connections are not shared across threads)."""
 
@@ -35,12 +44,7 @@ class Writer(IngestClient):
                 self.cur.execute(INSERT[table], row)
             return
         # A batch goes in as one Arrow scan: one transaction, far fewer round trips.
-        batch = rows_to_table(table, rows)
-        self.cur.register("tickbench_batch", batch)
-        try:
-            self.cur.execute(INSERT_ARROW[table])
-        finally:
-            self.cur.unregister("tickbench_batch")
+        insert_arrow(self.cur, table, rows_to_table(table, rows))
 
     def close(self) -> None:
         self.cur.close()
@@ -55,11 +59,7 @@ class ArrowSender(StreamSender):
 
     def send(self, payload: Any) -> None:
         table, batch = payload
-        self.cur.register("tickbench_batch", batch)
-        try:
-            self.cur.execute(INSERT_ARROW[table])
-        finally:
-            self.cur.unregister("tickbench_batch")
+        insert_arrow(self.cur, table, batch)
 
     def close(self) -> None:
         self.cur.close()

@@ -143,12 +143,28 @@ def test_w_writes_the_layout_durably(loaded, tiny: Dataset, tmp_path: Path,  # t
 
 
 @pytest.mark.slow
+def test_venues_are_each_days_book_pairs(loaded, tiny: Dataset, tiny_params: QueryParams) -> None:  # type: ignore[no-untyped-def]
+    """O-NBBO reads S's venues on X from table venues: each day's distinct (sym, exchange) of the
+    book, so it must hold exactly those."""
+    engine, _ = loaded
+    for day in tiny_params.load_days():
+        book = pl.read_parquet(tiny.files("book", [day]))
+        expected = book.select("sym", "exchange").unique().sort("sym", "exchange")
+        written = pl.read_parquet(engine.workdir / "store" / "venues" / f"day={day}" / "part-0.parquet")
+        assert written.equals(expected), day
+    got = engine.ctx.sql(f"SELECT DISTINCT exchange FROM venues WHERE day = DATE '{tiny_params.multi_day}' "
+                         "ORDER BY exchange").to_pydict()["exchange"]
+    day_book = pl.read_parquet(tiny.files("book", [tiny_params.multi_day]))
+    assert got == sorted(day_book["exchange"].unique().to_list()) and len(got) > 1
+
+
+@pytest.mark.slow
 def test_se_counts_the_month_files(loaded, tiny_params: QueryParams) -> None:  # type: ignore[no-untyped-def]
     engine, _ = loaded
     store = engine.workdir / "store"
     month = set(tiny_params.days("month"))
     files = [f for f in store.rglob("*.parquet") if f.parent.name.removeprefix("day=") in month]
-    assert len(files) == 2 * len(month)
+    assert len(files) == 3 * len(month)  # trades, book and venues
     assert engine.storage_bytes() == {"parquet_files": sum(f.stat().st_size for f in files)}
     # the multi-exchange day lies outside the month here: loaded, but not counted
     assert tiny_params.multi_day not in month and (store / "book" / f"day={tiny_params.multi_day}").is_dir()

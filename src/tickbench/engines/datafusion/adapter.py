@@ -38,8 +38,14 @@ from tickbench.engines.datafusion.store import (
 
 PARAM = re.compile(r"\$([a-z][a-z0-9_]*)")
 SORT_KEY = ("sym", "exchange", "ts")
-def sort_exprs() -> list[Any]:
-    return [col(name).sort(ascending=True, nulls_first=False) for name in SORT_KEY]
+# Each instrument's venues per day, from the book file just written: O-NBBO takes S's venues on X
+# from it instead of a DISTINCT over S's rows of the day, which grows with the day's length.
+VENUES = "venues"
+VENUES_SCHEMA = pa.schema([("sym", pa.string()), ("exchange", pa.string())])
+
+
+def sort_exprs(names: tuple[str, ...] = SORT_KEY) -> list[Any]:
+    return [col(name).sort(ascending=True, nulls_first=False) for name in names]
 
 
 def register_store(ctx: SessionContext, store: Path) -> None:
@@ -51,19 +57,33 @@ def register_store(ctx: SessionContext, store: Path) -> None:
         (store / table).mkdir(parents=True, exist_ok=True)
         ctx.register_listing_table(table, f"{store / table}/", table_partition_cols=[("day", pa.string())],
                                    file_extension=".parquet", schema=SCHEMAS[table], file_sort_order=[sort_exprs()])
+    (store / VENUES).mkdir(parents=True, exist_ok=True)
+    ctx.register_listing_table(VENUES, f"{store / VENUES}/", table_partition_cols=[("day", pa.date32())],
+                               file_extension=".parquet", schema=VENUES_SCHEMA)
 
 
-def write_day(ctx: SessionContext, source: DataFrame, dest: Path) -> None:
-    """``source`` sorted by the store's key into ``dest/part-0.parquet``, fsynced (file, then
-    the directories up to the table's)."""
+def write_day(ctx: SessionContext, source: DataFrame, dest: Path, sort: tuple[str, ...] = SORT_KEY) -> None:
+    """``source`` sorted by ``sort`` (the store's key) into ``dest/part-0.parquet``, fsynced
+    (file, then the directories up to the table's)."""
     dest.mkdir(parents=True, exist_ok=True)
     target = dest / PART_FILE
     target.unlink(missing_ok=True)
-    source.sort(*sort_exprs()).write_parquet_with_options(
+    source.sort(*sort_exprs(sort)).write_parquet_with_options(
         str(target), writer_options(), DataFrameWriteOptions(single_file_output=True))
     fsync_path(target)
     fsync_path(dest)
     fsync_path(dest.parent)
+
+
+def write_venues(ctx: SessionContext, store: Path, day: str) -> None:
+    """The (sym, exchange) pairs of ``day``'s book file into ``store/venues/day=<day>``, fsynced
+    like the tables (nothing when the day has no book)."""
+    book = day_dir(store, "book", day) / PART_FILE
+    if book.exists():
+        pairs = ctx.read_parquet(str(book)).select(col("sym"), col("exchange")).distinct()
+        write_day(ctx, pairs.select(col("sym").cast(pa.string()).alias("sym"),
+                                    col("exchange").cast(pa.string()).alias("exchange")),
+                  day_dir(store, VENUES, day), sort=("sym", "exchange"))
 
 
 class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
@@ -119,6 +139,10 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
                 if files:
                     write_day(ctx, read_files(ctx, files), day_dir(store, table, day))
             fsync_path(store / table)
+        for day in days:
+            write_venues(ctx, store, day)
+        (store / VENUES).mkdir(exist_ok=True)
+        fsync_path(store / VENUES)
         return _count_rows(store)
 
     def load(self) -> int:
@@ -146,7 +170,7 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
     def _fresh(self, scratch: Path) -> Path:
         store = scratch / "store"
         if store.exists():
-            for table in TABLES:
+            for table in (*TABLES, VENUES):
                 for part in sorted((store / table).glob("day=*/" + PART_FILE)):
                     part.unlink()
         store.mkdir(parents=True, exist_ok=True)
@@ -170,6 +194,9 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
                 source = read_files(ctx, files)
             write_day(ctx, source, day_dir(store, table, day))
             fsync_path(store / table)
+        write_venues(ctx, store, day)  # the store the queries run on has it
+        (store / VENUES).mkdir(exist_ok=True)
+        fsync_path(store / VENUES)
         return LoadFigures(rows=_count_rows(store), input_bytes=nbytes,
                            detail={"durability": DURABILITY,
                                    "layout": f"day={day}/{PART_FILE} per table, sorted by ({', '.join(SORT_KEY)})"})
@@ -194,9 +221,10 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
         return LoadFigures(rows=rows, input_bytes=nbytes, detail={"durability": DURABILITY})
 
     def storage_bytes(self) -> dict[str, int]:
-        """The loaded store's files of the 30-day period (its day=<date> directories)."""
+        """The loaded store's files of the 30-day period (its day=<date> directories, the venues
+        table's included)."""
         total = 0
-        for table in TABLES:
+        for table in (*TABLES, VENUES):
             for day in self.params.days("month"):
                 total += sum(f.stat().st_size for f in day_dir(self.store, table, day).glob("*.parquet"))
         return {"parquet_files": total}

@@ -5,8 +5,9 @@
 -- (probe, venue) pairs whose minute was empty: its scan is the probe side of a hash join whose
 -- build side is those pairs, and DataFusion opens no file of a probe side when the build side is
 -- empty. The latest row per pair is a window function (row_number over ts descending). The venues
--- are S's exchanges on X (a DISTINCT over the dictionary-encoded exchange column of S's rows),
--- needed only to tell which pairs missed. The probes are unrolled (PROBES = 10).
+-- of S on X, needed only to tell which pairs missed, come from table venues, written with the
+-- book at load (X is whole days), so no read of S's day grows with the day. The probes are
+-- unrolled (PROBES = 10).
 WITH probes AS (
     SELECT column1 AS t FROM (VALUES
         ($nbbo_times[1]), ($nbbo_times[2]), ($nbbo_times[3]), ($nbbo_times[4]), ($nbbo_times[5]),
@@ -33,7 +34,8 @@ found AS (
 missed AS (
     SELECT p.t, v.exchange, $sym AS sym
     FROM probes p CROSS JOIN (
-        SELECT DISTINCT exchange FROM book WHERE sym = $sym AND ts >= $multi_start AND ts < $multi_end
+        SELECT DISTINCT exchange FROM venues
+        WHERE sym = $sym AND day >= CAST($multi_start AS DATE) AND day < CAST($multi_end AS DATE)
     ) v
     WHERE NOT EXISTS (SELECT 1 FROM found f WHERE f.t = p.t AND f.exchange = v.exchange)
 ),

@@ -2,7 +2,10 @@
 -- is looked for in the last minute, else the last hour, else the day so far, so a (probe, venue)
 -- reads a row group or two (zone maps on the (sym, exchange, ts) order) whatever the day's
 -- length. The ten last minutes are one scan (their OR is pushed into the scan's zone-map
--- filter); the (probe, venue) pairs that find nothing there look further back, each level's
+-- filter), and each (probe, venue) pair takes the latest row of its own minute (a range join
+-- and arg_max: an ASOF JOIN of 50 pairs runs as DuckDB's loop join, which pairs each probe with
+-- every earlier row of the ten minutes and grows with the tick rate); the (probe, venue) pairs
+-- that find nothing there look further back, each level's
 -- bounds a scalar subquery that DuckDB pushes into its scan as a dynamic filter, so a level with
 -- nothing to find reads no row group. The venues of S on X come from table venues, written with
 -- the book at load (X is whole days).
@@ -28,11 +31,13 @@ m AS (
          OR (ts > $nbbo_times[10] - INTERVAL 1 MINUTE AND ts <= $nbbo_times[10]))
 ),
 q1 AS MATERIALIZED (
-    SELECT pv.t, pv.exchange, m.ts, m.b1price, m.a1price
-    FROM pv ASOF LEFT JOIN m ON pv.exchange = m.exchange AND pv.t >= m.ts
+    SELECT pv.t, pv.exchange, max(m.ts) AS ts,
+           arg_max(m.b1price, m.ts) AS b1price, arg_max(m.a1price, m.ts) AS a1price
+    FROM pv LEFT JOIN m ON pv.exchange = m.exchange AND m.ts <= pv.t AND m.ts > pv.t - INTERVAL 1 MINUTE
+    GROUP BY pv.t, pv.exchange
 ),
 miss1 AS MATERIALIZED (
-    SELECT t, exchange FROM q1 WHERE ts IS NULL OR ts <= t - INTERVAL 1 MINUTE
+    SELECT t, exchange FROM q1 WHERE ts IS NULL
 ),
 h AS (
     SELECT exchange, ts, b1price, a1price FROM book
@@ -57,7 +62,7 @@ q3 AS (
     FROM miss2 ASOF JOIN d ON miss2.exchange = d.exchange AND miss2.t >= d.ts
 )
 SELECT t, max(b1price) AS nbb, min(a1price) AS nbo FROM (
-    SELECT t, b1price, a1price FROM q1 WHERE ts > t - INTERVAL 1 MINUTE
+    SELECT t, b1price, a1price FROM q1 WHERE ts IS NOT NULL
     UNION ALL
     SELECT t, b1price, a1price FROM q2 WHERE ts > t - INTERVAL 1 HOUR
     UNION ALL

@@ -16,6 +16,7 @@ from tests.conftest import MARKET_TINY
 from tests.market_toy import install_toy
 from tickbench.cli import write_reports
 from tickbench.data.dataset import Dataset
+from tickbench.docs import market_table
 from tickbench.market_params import market_params, read_params_json, user_params
 from tickbench.market_reference import COLUMNS, answer
 from tickbench.results import Record, read_results
@@ -71,6 +72,11 @@ def test_users_on_the_toy_engine_verify_each_user(market_tiny: Dataset, tmp_path
     users_part = report.split("### Users")[1]
     assert "M-VWAB-12D | toymarket | 3 |" in users_part and "Each user:" in users_part
     assert "chart-market-users" in (out / "report.html").read_text()
+    # README's generated market block carries the users table beside the queries'
+    block = market_table([read_results(out / "results.json")], "the command", "the conditions")
+    users_block = block.split("Users (each user's own client")[1]
+    assert "| query | engine | users |" in users_block and "| M-VWAB-12D | toymarket | 3 |" in users_block
+    assert "harness's own ceiling" in users_block and "During ingest" not in block
 
 
 @pytest.mark.slow
@@ -126,6 +132,9 @@ def test_queries_during_ingest_on_the_toy_engine_are_verified(market_tiny: Datas
         assert f["distinct_probe_sets"] >= 2 and f["visibility"]["count"] > 0
     write_reports(read_results(out / "results.json"), out)
     assert "During ingest" in (out / "report.md").read_text()
+    block = market_table([read_results(out / "results.json")], "the command", "the conditions")
+    ingest_block = block.split("M-SNAP during ingest (day D replayed")[1]
+    assert "| engine | rate | writers |" in ingest_block and f"| {engine} | max | 2 |" in ingest_block
 
 
 def test_an_engine_without_a_market_streaming_path_says_so(market_tiny: Dataset, tmp_path: Path,

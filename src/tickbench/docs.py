@@ -3,7 +3,8 @@
 it; a test fails when it is stale. ``--headline RESULTS.json`` rewrites README's headline (the
 reference run at the paper's scale, beside the paper) from a run's results; ``--plans
 RESULTS.json`` rewrites each engine README's plans of chosen queries from a run's records;
-``--market RESULTS.json…`` rewrites README's market-suite table (SF 1, N = 1,000) from runs of
+``--market RESULTS.json…`` rewrites README's market-suite tables (SF 1, N = 1,000: the queries, the users
+and M-SNAP during ingest) from runs of
 the market suite, engines run apart shown side by side."""
 
 from __future__ import annotations
@@ -100,15 +101,32 @@ def update_plans(runs: list[Results], queries: list[str], command: str) -> list[
     return changed
 
 
+def _table_after(lines: list[str], start: int) -> list[str]:
+    """The first Markdown table at or after line ``start``, with the note line that follows it."""
+    first = next((i for i in range(start, len(lines)) if lines[i].startswith("|")), len(lines))
+    last = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines))
+    note = next((line for line in lines[last:last + 3] if line and not line.startswith(("#", "|"))), "")
+    return [*lines[first:last], *([""] if note else []), *([note] if note else [])]
+
+
 def market_table(runs: list[Results], command: str, conditions: str) -> str:
-    """The market suite's summary table of ``runs`` (the report's), with the dataset, machine,
-    command and conditions it came from."""
+    """The market suite's tables of ``runs`` (the report's): every query and load per engine, and
+    where the runs have them, the users table and M-SNAP during ingest, with the dataset, machine,
+    command and conditions they came from."""
     text = markdown.render(runs, [suites()["market"]]).splitlines()
     first = next(i for i, line in enumerate(text) if line.startswith("| query |"))
     last = next((i for i in range(first, len(text)) if not text[i].startswith("|")), len(text))
     about = [line for line in text if line.startswith(("Machine:", "Dataset:"))]
     legend = next((line for line in text[last:] if line.startswith("✔ =")), "")
-    return "\n\n".join([f"From `{command}`, {conditions}.", *about, "\n".join(text[first:last]), legend])
+    parts = [f"From `{command}`, {conditions}.", *about, "\n".join(text[first:last]), legend]
+    for heading, title in (("### Users", "Users (each user's own client; M-VWAB-12D by 1 to 100 users, M-SNAP and "
+                                         "M-STATS-UI by 10):"),
+                           ("### During ingest", "M-SNAP during ingest (day D replayed into a fresh store while "
+                                                 "the users query) against after it:")):
+        at = next((i for i, line in enumerate(text) if line == heading), None)
+        if at is not None:
+            parts += [title, "\n".join(_table_after(text, at))]
+    return "\n\n".join(parts)
 
 
 def main() -> None:

@@ -3,9 +3,9 @@
 it; a test fails when it is stale. ``--headline RESULTS.json`` rewrites README's headline (the
 reference run at the paper's scale, beside the paper) from a run's results; ``--plans
 RESULTS.json`` rewrites each engine README's plans of chosen queries from a run's records;
-``--market RESULTS.json…`` rewrites README's market-suite tables (SF 1, N = 1,000: the queries, the users
-and M-SNAP during ingest) from runs of
-the market suite, engines run apart shown side by side."""
+``--market RESULTS.json…`` rewrites README's market-suite tables (SF 1, N = 1,000: the queries,
+the users and M-SNAP during ingest) from runs of the market suite, engines run apart shown side
+by side."""
 
 from __future__ import annotations
 

@@ -5,10 +5,10 @@ queries during ingest: ArcticDB over an LMDB directory of its own, written throu
 Layout as the query store's (:mod:`tickbench.engines.arcticdb.layout`, or the market's): one
 symbol per (table, instrument), ``<table>.<sym>``, indexed by ``ts`` (naive ``datetime64[ns]``,
 UTC), the SPEC's other columns as columns; which library holds each table, and the rows' order
-inside a symbol, are the store's :class:`IngestLayout`. A write groups its rows by instrument and
-makes one ArcticDB operation per symbol: an ``append`` (a new version holding one new segment)
-when the rows start at or after the symbol's last row, else a merge of the overlapped tail (read,
-sort, ``update``), since ArcticDB refuses an append that starts before the data it extends. The
+inside a symbol, are the store's :class:`IngestLayout`. A write groups its rows by instrument:
+the symbols whose rows start at or after their last row get one ``append_batch`` (a new version
+holding one new segment each), each other symbol a merge of the overlapped tail (read, sort,
+``update``), since ArcticDB refuses an append that starts before the data it extends. The
 README's "Ingest" section says why each choice was made.
 """
 
@@ -24,7 +24,7 @@ import arcticdb as adb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from arcticdb import DataError, ReadRequest
+from arcticdb import DataError, ReadRequest, WritePayload
 from arcticdb.version_store.library import Library
 
 from tickbench.data.schema import SCHEMAS, TABLES, TS_TYPE
@@ -157,11 +157,50 @@ class IngestStore:
 
     def write_frames(self, table: str, frames: dict[str, pd.DataFrame]) -> None:
         """Write ``{instrument: frame}`` of ``table`` (frames as :func:`ingest_frame` makes
-        them): one ArcticDB operation per instrument."""
+        them): the frames that extend their symbols in one ``append_batch`` (ArcticDB's call for
+        many symbols at once: a market batch spans hundreds of instruments, and one ``append``
+        each paid its fixed cost hundreds of times), the others each merged into its symbol."""
         if table not in self._by_table:
             raise ValueError(f"unknown table {table!r}")
-        for sym, frame in frames.items():
-            self._write_symbol(table, sym, frame)
+        lib = self.library(table)
+        items = sorted(frames.items())
+        names = {sym: symbol_name(table, sym) for sym, _ in items}
+        with self._guard:
+            states = {sym: self._state.setdefault(names[sym], _Symbol()) for sym, _ in items}
+            existed = {sym: sym in self._by_table[table] for sym, _ in items}
+        held: list[threading.Lock] = []
+        try:
+            for sym, _ in items:  # in instrument order, so two writers cannot deadlock
+                states[sym].lock.acquire()
+                held.append(states[sym].lock)
+            appends: list[WritePayload] = []
+            for sym, frame in items:
+                state = states[sym]
+                if not state.loaded:  # a symbol of a reopened store: its last row's key, once
+                    if existed[sym]:
+                        tail = lib.tail(names[sym], 1, output_format="PYARROW").data
+                        state.end = (int(tail.column("ts").cast(pa.int64())[0].as_py()),
+                                     *(tail.column(c)[0].as_py() for c in self._ties(table)))
+                    state.loaded = True
+                first = self._key(table, frame, 0)
+                if state.end is None or first >= state.end:
+                    # ArcticDB accepts an append whose first index equals the last stored one (ties).
+                    appends.append(WritePayload(names[sym], frame))
+                else:
+                    self._merge(lib, table, names[sym], frame, first[0])
+            if appends:
+                for item in lib.append_batch(appends, prune_previous_versions=PRUNE):
+                    if isinstance(item, DataError):
+                        raise RuntimeError(f"ArcticDB append to {item.symbol} failed: {item.exception_string}")
+            for sym, frame in items:
+                last, end = self._key(table, frame, -1), states[sym].end
+                states[sym].end = last if end is None else max(end, last)
+        finally:
+            for lock in reversed(held):
+                lock.release()
+        with self._guard:
+            for sym, _ in items:
+                self._by_table[table][sym] = names[sym]
 
     def _ties(self, table: str) -> list[str]:
         """The order columns after ``ts`` that a row's key holds (none without ordered ties)."""
@@ -170,30 +209,6 @@ class IngestStore:
     def _key(self, table: str, frame: pd.DataFrame, i: int) -> tuple[Any, ...]:
         """Row ``i`` of ``frame``'s key: its ``ts`` (ns), then its tie columns."""
         return (int(frame.index[i].value), *(frame[c].iat[i] for c in self._ties(table)))
-
-    def _write_symbol(self, table: str, sym: str, frame: pd.DataFrame) -> None:
-        lib = self.library(table)
-        name = symbol_name(table, sym)
-        with self._guard:
-            state = self._state.setdefault(name, _Symbol())
-            existed = sym in self._by_table[table]
-        first, last = self._key(table, frame, 0), self._key(table, frame, -1)
-        with state.lock:
-            if not state.loaded:  # a symbol of a reopened store: its last row's key, once
-                if existed:
-                    tail = lib.tail(name, 1, output_format="PYARROW").data
-                    state.end = (int(tail.column("ts").cast(pa.int64())[0].as_py()),
-                                 *(tail.column(c)[0].as_py() for c in self._ties(table)))
-                state.loaded = True
-            if state.end is None or first >= state.end:
-                # ArcticDB accepts an append whose first index equals the last stored one (ties).
-                lib.append(name, frame, prune_previous_versions=PRUNE)
-            else:
-                self._merge(lib, table, name, frame, first[0])
-            state.end = last if state.end is None else max(state.end, last)
-        if not existed:
-            with self._guard:
-                self._by_table[table][sym] = name
 
     def _merge(self, lib: Library, table: str, name: str, frame: pd.DataFrame, first: int) -> None:
         """Rows that start before the symbol's end (another writer's later rows went in first):

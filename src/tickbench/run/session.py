@@ -93,9 +93,12 @@ COLD_REFUSED = ("--cold restarts the engine's server and drops the OS page cache
 
 
 def check_endpoints(engines: list[str], suite: str, suites: Sequence[RunnableSuite], cold: bool,
-                    endpoints: dict[str, Endpoint]) -> None:
+                    endpoints: dict[str, Endpoint], allowed: Sequence[RunnableSuite] = ()) -> None:
     """Refuse, before anything is generated or loaded, a run that would restart, kill or
-    reconfigure a server the user runs, or an endpoint for an engine that cannot use one."""
+    reconfigure a server the user runs, or an endpoint for an engine that cannot use one.
+
+    ``allowed``: every suite the caller knows, for the hint of a refusal (those of them that
+    may run against an endpoint are named)."""
     if not endpoints:
         return
     for name, endpoint in endpoints.items():
@@ -114,8 +117,11 @@ def check_endpoints(engines: list[str], suite: str, suites: Sequence[RunnableSui
     refused = [s for s in suites if s.endpoint_refusal is not None]
     if refused:
         reasons = "; ".join(f"{s.name}: {s.endpoint_refusal}" for s in refused)
+        able = [s.name for s in allowed if s.endpoint_refusal is None]
+        hint = (f"run --suite {' or '.join(able)} against it" if able
+                else "run a suite that allows an external endpoint against it")
         raise RunError(f"--suite {suite} with --endpoint {named}: refused for an external endpoint ({reasons}); "
-                       "run --suite published against it")
+                       + hint)
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ and each checks that nothing beside ``--out`` changed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -258,6 +259,38 @@ def test_a_disk_that_fills_up_is_recorded_not_a_traceback(tiny_dir: Path, tmp_pa
         assert records, "results.json unreadable"
         assert any("filled up" in str(r.get("reason", "")) for r in records)
         assert not list(out.glob(".results-*.json")) and not (out / "work").exists()
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_disk_too_full_for_results_json_stops_the_run_naming_it(tiny_dir: Path, tmp_path: Path) -> None:
+    """--out on a filesystem already full (another program filled it): results.json cannot be
+    written even with no engine's working directory left to remove, so the run stops at once,
+    exit 2, one line naming the directory and its free space; no half-written file is left."""
+    mount = tmp_path / "full"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("needs root to mount a small tmpfs (CI runs as root)")
+    try:
+        filler = mount / "filler"
+        with filler.open("wb") as f, contextlib.suppress(OSError):  # until the disk is full (ENOSPC)
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        out = mount / "run"
+        before = _beside(tmp_path, out)
+        done = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--engines", "duckdb", "--data",
+                               str(tiny_dir), "--out", str(out), "--repetitions", "1"],
+                              capture_output=True, text=True, env={**os.environ, "COLUMNS": "250"}, timeout=600)
+        assert done.returncode == 2, done.stdout + done.stderr
+        errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
+        assert f"the disk under {out} is full (0.0 GB free" in errors[0], errors[0]
+        assert f"`tickbench run --resume {out}`" in errors[0], errors[0]
+        assert not list(out.glob(".results-*.json")) and not (out / "results.json").exists()
+        assert not (out / "work").exists() and not _gone(out)
+        assert _beside(tmp_path, out) == before
     finally:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 

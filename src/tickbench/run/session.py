@@ -266,10 +266,17 @@ LOCK_FILE = ".tickbench-run.lock"  # in --out, held for the life of a run
 @contextlib.contextmanager
 def locked(out: Path) -> Iterator[None]:
     """An exclusive lock on ``out`` for the life of a run: a second run into the same directory
-    (a second ``--resume``) is refused, naming the one that holds it."""
-    out.mkdir(parents=True, exist_ok=True)
+    (a second ``--resume``) is refused, naming the one that holds it. A disk too full to hold
+    even the lock ends the run before it starts, naming the disk."""
     path = out / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        raise RunError(f"the disk under {out} is full ({free_bytes(out) / 1e9:.1f} GB free): {out} could not be "
+                       "made; free space there, or choose an --out on another disk") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -278,7 +285,11 @@ def locked(out: Path) -> Iterator[None]:
             raise RunError(f"--out {out}: another tickbench run ({holder}) is using it; wait for it to end, "
                            "or choose another --out") from None
         os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}".encode())
+        try:  # who holds it, for a second run's message; the lock itself needs no byte on disk
+            os.write(fd, f"pid {os.getpid()}".encode())
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
         try:
             yield
         finally:

@@ -236,12 +236,30 @@ def test_endpoint_refuses_restarts_before_loading(postgres: Postgres, tiny_dir: 
 
 
 def test_unreachable_endpoint_names_engine_and_endpoint(tiny_dir: Path, tmp_path: Path) -> None:
+    """Nothing listening: one line naming the engine, the endpoint and where the password comes
+    from (the message once ended "password from $the client variables")."""
     port = _free_port()
     done = _tickbench("--engines", "questdb", "--endpoint", f"questdb=127.0.0.1:{port}",
                       "--data", str(tiny_dir), "--out", str(tmp_path / "run"))
     assert done.returncode == 2
+    assert len([line for line in done.stderr.splitlines() if "error:" in line]) == 1, done.stderr
     message = " ".join(done.stderr.split())
     assert f"questdb endpoint 127.0.0.1:{port}" in message, message
+    assert "(no password sent: name the variable that holds one with password_env" in message, message
+    assert "$the" not in message and "Traceback" not in message, message
+    assert not (tmp_path / "run").exists()
+    config = tmp_path / "endpoints.toml"
+    config.write_text(f'[endpoints.questdb]\nhost = "127.0.0.1"\nport = {port}\npassword_env = "BENCH_PW"\n')
+    done = _tickbench("--config", str(config), "--data", str(tiny_dir), "--out", str(tmp_path / "run"))
+    assert done.returncode == 2
+    message = " ".join(done.stderr.split())
+    assert f"questdb endpoint 127.0.0.1:{port}" in message and "(password from $BENCH_PW)" in message, message
+    done = _tickbench("--engines", "postgres", "--endpoint", f"postgres=127.0.0.1:{port}",
+                      "--data", str(tiny_dir), "--out", str(tmp_path / "run"), env={"PGPASSWORD": ""})
+    assert done.returncode == 2
+    message = " ".join(done.stderr.split())
+    assert f"postgres endpoint 127.0.0.1:{port}" in message, message
+    assert "(password from $PGPASSWORD, as the client reads it, or none)" in message, message
 
 
 @pytest.fixture
@@ -277,8 +295,9 @@ def silent_port() -> Iterator[int]:
 @pytest.mark.parametrize("engine", ["questdb", "postgres", "influxdb"])
 def test_an_endpoint_that_never_answers_fails_with_one_line(engine: str, silent_port: int, tiny_dir: Path,
                                                             tmp_path: Path) -> None:
-    """Connected, and no answer: the run stops (in about 10 s; the subprocess's own timeout
-    would fail the test if it hung) with a one-line error naming the engine and the endpoint."""
+    """Connected, and no answer: the run stops (in about 10 s: it once hung 134 s) with a one-line
+    error naming the engine and the endpoint."""
+    started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--engines", engine,
                            "--endpoint", f"{engine}=127.0.0.1:{silent_port}", "--data", str(tiny_dir),
                            "--out", str(tmp_path / "run")],
@@ -288,6 +307,8 @@ def test_an_endpoint_that_never_answers_fails_with_one_line(engine: str, silent_
     assert len(lines) == 1, done.stderr
     assert f"{engine} endpoint 127.0.0.1:{silent_port}" in lines[0], lines[0]
     assert "time" in lines[0].lower(), lines[0]  # timed out / timeout expired
+    # about 10 s of waiting, beside the interpreter's start and the dataset's check
+    assert time.monotonic() - started < 60, f"took {time.monotonic() - started:.0f} s"
     assert not (tmp_path / "run" / "results.json").exists()
 
 

@@ -178,4 +178,6 @@ def test_a_suite_that_declares_nothing_is_refused_on_an_endpoint(toy_env: dict[s
     assert done.returncode == 2, done.stdout + done.stderr
     message = " ".join(done.stderr.split())
     assert "refused for an external endpoint" in message and "toy: the suite does not declare" in message
+    # the hint names the suites that declare they may run there, read from the registry
+    assert "run --suite published against it" in message
     assert not (tmp_path / "run").exists()

@@ -120,6 +120,21 @@ def test_concurrency(tiny: Dataset, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_concurrency_with_a_wrong_answer_records_it_and_stops_the_engine(
+        tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wrong answer in the mix's check marks every cell wrong, naming the query, and the
+    engine's process is stopped before the run goes on (none is left running)."""
+    import multiprocessing
+
+    monkeypatch.setenv(FAULTS_ENV, "duckdb:wrong=T-V1")
+    results = _run(tiny, tmp_path / "r", "concurrency")
+    assert [(r.benchmark, r.status) for r in results.records] == [("concurrency/clients=1", "wrong"),
+                                                                 ("concurrency/clients=2", "wrong")]
+    assert all(r.reason.startswith("T-V1: ") for r in results.records)
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("tickbench-")]
+
+
+@pytest.mark.slow
 def test_scaling(tiny: Dataset, tmp_path: Path) -> None:
     opts = suite_options(scaling_factor=2.0, scaling_spans=("day", "week"))
     results = _run(tiny, tmp_path / "r", "scaling", opts)

@@ -228,7 +228,8 @@ def run_cmd(
             raise RunError(f"--suite {suite}: unknown; choose one of {', '.join(suite_names())}")
         picked = chosen(suite)
         check_seed(seed)
-        check_endpoints(names, suite, picked, cold, endpoints)  # before any data is generated or loaded
+        # before any data is generated or loaded
+        check_endpoints(names, suite, picked, cold, endpoints, list(all_suites().values()))
         _check_available([n for n in names if n not in endpoints])
         if repetitions < 1:
             raise RunError(f"--repetitions {repetitions}: must be at least 1")

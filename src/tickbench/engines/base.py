@@ -32,7 +32,9 @@ runner and the suites check with ``isinstance`` / ``issubclass``, never by probi
 * :class:`Ingest` — the ingest suites (tick latency, stream, durability): an ingest store,
   writer clients, read-back, durability settings;
 * :class:`Market` — the market suite: the market dataset's tables and its M- queries, with
-  :class:`MarketBulkLoad` (M-W) and :class:`MarketStorage` (M-SE);
+  :class:`MarketBulkLoad` (M-W), :class:`MarketStorage` (M-SE) and :class:`MarketIngest`
+  (queries while day D streams into an empty market store, each user with its own
+  :class:`MarketReader`);
 * :class:`EngineTime` — the engine reports each query's own (server-side) time;
 * :class:`SharedReaders` — concurrency clients as processes of their own, each opening the
   loaded store beside the others (without it, clients are threads of one process);
@@ -324,7 +326,8 @@ class Engine(ABC):
     Lifecycle: ``start()`` → ``load()`` → ``run_query(id)``… → ``stop()``; ``start()`` after
     ``stop()`` reopens the same loaded data (the cold protocol relies on it). What only some
     engines do is a capability class of its own (:class:`BulkLoad`, :class:`Storage`,
-    :class:`Ingest`, :class:`SharedReaders`, :class:`Server`).
+    :class:`Ingest`, :class:`EngineTime`, :class:`SharedReaders`, :class:`Server`, and the market
+    suite's :class:`Market`, :class:`MarketBulkLoad`, :class:`MarketStorage`, :class:`MarketIngest`).
     """
 
     #: Whether the loaded data survive :meth:`stop` (``False`` for an in-memory engine: a

@@ -359,11 +359,14 @@ class ServerProcess:
         self.proc = None
 
 
-def where_password(endpoint: Endpoint) -> str:
-    """Where the password for ``endpoint`` comes from, for messages."""
+def where_password(endpoint: Endpoint, client_vars: Sequence[str] = ()) -> str:
+    """Where the password for ``endpoint`` comes from, for messages: the variable it names, or
+    the engine client's own variables (``client_vars``), or nowhere."""
     if endpoint.password_env:
         return f"password from ${endpoint.password_env}"
-    return "password from the client's usual variables, e.g. $PGPASSWORD, or none"
+    if client_vars:
+        return f"password from {' or '.join('$' + v for v in client_vars)}, as the client reads it, or none"
+    return "no password sent: name the variable that holds one with password_env in a --config file"
 
 
 PID_SUFFIX = ".server-pid"  # beside a server's log: "pid create_time" of the server tickbench started
@@ -494,6 +497,9 @@ class ServerEngine(Engine, SharedReaders, Server):
     #: that is (for messages: "schema", "table prefix", "database").
     namespace_default: ClassVar[str] = "tickbench"
     namespace_kind: ClassVar[str] = "namespace"
+    #: The environment variables the engine's client library reads a password from by itself
+    #: (libpq's ``PGPASSWORD``), for messages about an endpoint's credentials.
+    client_password_vars: ClassVar[tuple[str, ...]] = ()
 
     server: ServerProcess | None = None
     #: True while attached to a server another worker started (start_shared), owning no process.
@@ -701,7 +707,7 @@ class ServerEngine(Engine, SharedReaders, Server):
             reason = " ".join(str(exc).split())  # one line: a client library's message may hold line breaks
             raise EngineUnavailable(f"{endpoint.describe()} cannot be used: {type(exc).__name__}: {reason}; "
                                     f"check the host, the port and the credentials "
-                                    f"({where_password(endpoint)})") from exc
+                                    f"({where_password(endpoint, self.client_password_vars)})") from exc
         try:
             self.connect()
             self.check_endpoint()

@@ -351,12 +351,16 @@ class Worker:
             self.ctx.meta.setdefault("load_seconds", reply["ns"] / 1e9)  # the first load's, not a restart's
             self.ctx.meta.setdefault("load_rows", reply["rows"])
 
-    def start_or_fail(self, todo: list[str]) -> bool:
-        """Start; on failure record every cell of ``todo`` as failed and return False."""
+    def start_or_fail(self, todo: list[str], then: Callable[[], object] | None = None) -> bool:
+        """Start, then run ``then`` (the suite's first calls on the started engine, e.g. asking
+        its version); when either fails, kill the worker, record every cell of ``todo`` as
+        failed and return False."""
         try:
             self.start()
+            if then is not None:
+                then()
         except FAILURES as exc:
-            self.proc.kill()
+            self.kill()
             self.ctx.all_failed(todo, exc)
             return False
         return True

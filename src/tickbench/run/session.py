@@ -93,9 +93,12 @@ COLD_REFUSED = ("--cold restarts the engine's server and drops the OS page cache
 
 
 def check_endpoints(engines: list[str], suite: str, suites: Sequence[RunnableSuite], cold: bool,
-                    endpoints: dict[str, Endpoint]) -> None:
+                    endpoints: dict[str, Endpoint], allowed: Sequence[RunnableSuite] = ()) -> None:
     """Refuse, before anything is generated or loaded, a run that would restart, kill or
-    reconfigure a server the user runs, or an endpoint for an engine that cannot use one."""
+    reconfigure a server the user runs, or an endpoint for an engine that cannot use one.
+
+    ``allowed``: every suite the caller knows, for the hint of a refusal (those of them that
+    may run against an endpoint are named)."""
     if not endpoints:
         return
     for name, endpoint in endpoints.items():
@@ -114,8 +117,11 @@ def check_endpoints(engines: list[str], suite: str, suites: Sequence[RunnableSui
     refused = [s for s in suites if s.endpoint_refusal is not None]
     if refused:
         reasons = "; ".join(f"{s.name}: {s.endpoint_refusal}" for s in refused)
+        able = [s.name for s in allowed if s.endpoint_refusal is None]
+        hint = (f"run --suite {' or '.join(able)} against it" if able
+                else "run a suite that allows an external endpoint against it")
         raise RunError(f"--suite {suite} with --endpoint {named}: refused for an external endpoint ({reasons}); "
-                       "run --suite published against it")
+                       + hint)
 
 
 @contextlib.contextmanager
@@ -260,10 +266,17 @@ LOCK_FILE = ".tickbench-run.lock"  # in --out, held for the life of a run
 @contextlib.contextmanager
 def locked(out: Path) -> Iterator[None]:
     """An exclusive lock on ``out`` for the life of a run: a second run into the same directory
-    (a second ``--resume``) is refused, naming the one that holds it."""
-    out.mkdir(parents=True, exist_ok=True)
+    (a second ``--resume``) is refused, naming the one that holds it. A disk too full to hold
+    even the lock ends the run before it starts, naming the disk."""
     path = out / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        raise RunError(f"the disk under {out} is full ({free_bytes(out) / 1e9:.1f} GB free): {out} could not be "
+                       "made; free space there, or choose an --out on another disk") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -272,7 +285,11 @@ def locked(out: Path) -> Iterator[None]:
             raise RunError(f"--out {out}: another tickbench run ({holder}) is using it; wait for it to end, "
                            "or choose another --out") from None
         os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}".encode())
+        try:  # who holds it, for a second run's message; the lock itself needs no byte on disk
+            os.write(fd, f"pid {os.getpid()}".encode())
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
         try:
             yield
         finally:

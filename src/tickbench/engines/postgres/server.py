@@ -109,6 +109,7 @@ class PostgresServer(ServerEngine):
     stop_timeout_s = 120.0
     memory_children = True  # the postmaster and its children: the query's backend, the writers
     external_endpoint = True  # a schema of its own on the user's server (see the README)
+    client_password_vars = ("PGPASSWORD",)  # libpq reads it (and ~/.pgpass) when no password is given
 
     # -- hooks for an engine on PostgreSQL's server (TimescaleDB) ----------------------------
     #: Settings beside SERVER_SETTINGS (e.g. ``shared_preload_libraries``), recorded too.

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from tickbench import latency, verify
 from tickbench.engines.base import Server, SharedReaders
 from tickbench.results import Record
-from tickbench.run.cell import FAILURES, CellContext, Worker
+from tickbench.run.cell import CellContext, Worker
 from tickbench.suites.base import Option, Options, Suite, WorkerOp
 from tickbench.suites.concurrency import report as report_module
 from tickbench.suites.concurrency.ops import mix_op
@@ -65,23 +65,27 @@ class ConcurrencySuite(Suite):
     def run(self, ctx: CellContext, todo: list[str]) -> None:
         worker = ctx.worker("engine", load=True)
         mix = [q for q in QUERY_IDS if q not in ctx.info.unsupported]
-        try:
-            worker.start()
-            for qid in mix:  # the mix's answers, verified once beforehand
+        wrong: list[str] = []
+
+        def verify_mix() -> None:
+            """The mix's answers, verified once beforehand (the first wrong one stops it)."""
+            for qid in mix:
                 first = worker.call(ctx.protocol.timeout_s, op="query", qid=qid, answer=True)
                 expected = ctx.refs[qid]
                 verdict = verify.compare(verify.normalize(pl.from_arrow(first["answer"]), expected),  # type: ignore[arg-type]
                                          expected)
                 if not verdict.ok:
-                    for bench in todo:
-                        ctx.record(bench, "wrong", f"{qid}: {verdict.reason}", verified=False)
+                    wrong.append(f"{qid}: {verdict.reason}")
                     return
-        except FAILURES as exc:
-            worker.kill()
-            ctx.all_failed(todo, exc)
+
+        if not worker.start_or_fail(todo, then=verify_mix):
             return
         expected_rows = {q: ctx.refs[q].height for q in mix}
         try:
+            if wrong:
+                for bench in todo:
+                    ctx.record(bench, "wrong", wrong[0], verified=False)
+                return
             for clients in ctx.opts["concurrency_clients"]:
                 bench = concurrency_id(clients)
                 if bench in todo:

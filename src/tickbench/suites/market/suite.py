@@ -17,7 +17,7 @@ from tickbench.engines.base import Market
 from tickbench.market_params import MarketParams, write_params_json
 from tickbench.report.widgets import PageParts, Section, SuiteView
 from tickbench.results import Record
-from tickbench.run.cell import FAILURES, CellContext
+from tickbench.run.cell import CellContext
 from tickbench.suites.base import Option, OptionError, Options, Suite, WorkerOp
 from tickbench.suites.cells import Cells, LoadStorageFigures
 from tickbench.suites.market import BY_ID, LOADS, QUERY_IDS, during_ingest
@@ -121,12 +121,7 @@ class MarketSuite(Suite):
         if ctx.protocol.save_answers is not None:
             write_params_json(ctx.protocol.save_answers / ctx.info.name / "params.json", params)
         worker = ctx.worker("engine", load=True)
-        try:
-            worker.start()
-            ctx.meta.update(worker.call(60, op="info"))
-        except FAILURES as exc:
-            worker.kill()
-            ctx.all_failed(todo, exc)
+        if not worker.start_or_fail(todo, then=lambda: ctx.meta.update(worker.call(60, op="info"))):
             return
         cells = Cells(ctx, worker, list(params.M), w_id="M-W", se_id="M-SE", bulk_op="market_bulk",
                       storage_op="market_storage")

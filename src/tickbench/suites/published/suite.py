@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from tickbench.report.cells import Measure, timing_measures
 from tickbench.report.widgets import PageParts, Section, SuiteView
 from tickbench.results import Record
-from tickbench.run.cell import FAILURES, CellContext
+from tickbench.run.cell import CellContext
 from tickbench.suites.base import Suite, WorkerOp
 from tickbench.suites.cells import Cells, LoadStorageFigures
 from tickbench.suites.published import BENCHMARKS, BY_ID, QUERY_IDS, report
@@ -75,12 +75,7 @@ class PublishedSuite(Suite):
     def run(self, ctx: CellContext, todo: list[str]) -> None:
         """Start and load the engine, then every query, W and SE of ``todo``."""
         worker = ctx.worker("engine", load=True)
-        try:
-            worker.start()
-            ctx.meta.update(worker.call(60, op="info"))
-        except FAILURES as exc:
-            worker.kill()
-            ctx.all_failed(todo, exc)
+        if not worker.start_or_fail(todo, then=lambda: ctx.meta.update(worker.call(60, op="info"))):
             return
         cells = Cells(ctx, worker, ctx.params.days("month"))
         try:

@@ -123,7 +123,7 @@ def stream_cell(adapter: Engine, store: Path, rate: int | None, writers: int, se
 
 
 def _bulk(adapter: Engine, store: Path, replay: Replay) -> dict[str, Any]:
-    """The same rows through the engine's bulk path (:meth:`Engine.ingest_bulk`) into a store of
+    """The same rows through the engine's bulk path (:meth:`Ingest.ingest_bulk`) into a store of
     their own: rows per second to the acknowledgement, and to visibility."""
     ingest = capability(adapter, Ingest)
     ingest.ingest_open(store)

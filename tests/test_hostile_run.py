@@ -315,6 +315,19 @@ def test_a_default_tick_latency_run_is_bounded_by_the_cell_budget(tiny_dir: Path
         assert "stopped at the cell budget of 3 s" in str(r["notes"])
 
 
+def test_every_cell_is_bounded_by_default() -> None:
+    """The budget that bounds the test above is on by default: a run given no --cell-budget gives
+    every cell 60 s beyond its warm-up (the CLI's default and the runner's agree)."""
+    from tickbench.run.cell import Protocol
+
+    done = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--help"], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stdout.splitlines() if "--cell-budget" in x)
+    assert "[default: 60.0]" in line
+    assert Protocol().cell_budget_s == 60.0
+
+
 @pytest.mark.server
 def test_a_run_under_a_private_directory_runs_its_servers(tiny_dir: Path, tmp_path: Path) -> None:
     """--out under a 0700 directory (as `mktemp -d` makes): the server engine's user cannot enter

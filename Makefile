@@ -68,7 +68,7 @@ lint: venv
 
 ## bench-ingest: per engine, harness ceiling, max sustained ingest rate, % of its bulk path, p99 at half of it
 bench-ingest: venv
-	$(BIN)/python benchmarks/ingest_rates.py --engines duckdb,chdb,arcticdb,questdb,postgres,timescaledb,influxdb --writers 2 --tables book --out results/bench-ingest
+	$(BIN)/python benchmarks/ingest_rates.py --engines all --writers 2 --tables book --out results/bench-ingest
 
 ## bench-generator: generator throughput (rows/s, MB/s per table) at SF 1 (about 2 minutes on 2 cores, 9 GB in a temporary directory)
 bench-generator: venv
@@ -80,7 +80,7 @@ bench-market-generator: venv
 	$(BIN)/python benchmarks/market_generator.py --scale 1 --universe 1000 --jobs 2
 
 install-servers: venv
-	$(BIN)/tickbench install postgres questdb influxdb
+	$(BIN)/tickbench install --servers
 
 clean:
 	rm -rf $(VENV) results data

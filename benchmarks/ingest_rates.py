@@ -30,10 +30,13 @@ from typing import Any
 
 from tickbench.cli import default_data_dir
 from tickbench.data.dataset import Dataset, generate
+from tickbench.engines.base import Ingest
+from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.results import Record
 from tickbench.run.cell import Protocol
 from tickbench.run.environment import capture
-from tickbench.run.session import RunConfig, run, suite_options
+from tickbench.run.session import run
+from tickbench.suites.registry import run_config, suite_options
 from tickbench.suites.stream.suite import parse_tables
 
 LADDER = (0.25, 0.5, 0.75, 1.0)
@@ -53,11 +56,11 @@ class Setup:
 
 
 def stream(engine: str, setup: Setup, name: str, rates: tuple[int | None, ...]) -> list[Record]:
-    results = run(RunConfig(engines=[engine], data=setup.data, out=setup.out / engine / name, seed=7,
-                            suite="stream", protocol=Protocol(repetitions=1), verify_dataset=False,
-                            options=suite_options(stream_rates=rates, stream_writers=(setup.writers,),
-                                                  stream_seconds=setup.seconds, stream_tables=setup.tables,
-                                                  stream_max_batch=setup.batch)))
+    results = run(run_config(engines=[engine], data=setup.data, out=setup.out / engine / name, seed=7,
+                             suite="stream", protocol=Protocol(repetitions=1), verify_dataset=False,
+                             options=suite_options(stream_rates=rates, stream_writers=(setup.writers,),
+                                                   stream_seconds=setup.seconds, stream_tables=setup.tables,
+                                                   stream_max_batch=setup.batch)))
     bad = [r for r in results.records if r.status != "ok"]
     if bad:
         raise CellFailed(f"{bad[0].benchmark} {bad[0].status}: {bad[0].reason.splitlines()[0][:200]}")
@@ -96,13 +99,19 @@ def measure(engine: str, setup: Setup) -> dict[str, Any]:
     return row
 
 
+def ingest_engines() -> list[str]:
+    """Every available engine with the ingest capability, from the engine folders."""
+    return [n for n in engine_infos() if issubclass(adapter_class(n), Ingest) and availability(n).available]
+
+
 def mark(bound: bool) -> str:
     return " (client-bound)" if bound else ""
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--engines", default="duckdb,chdb,questdb,postgres")
+    ap.add_argument("--engines", default="duckdb,chdb,questdb,postgres",
+                    help="comma-separated engines, or all: every available engine with a streaming path")
     ap.add_argument("--scale", type=float, default=0.05, help="the dataset whose bulk-load day is replayed")
     ap.add_argument("--writers", type=int, default=1)
     ap.add_argument("--tables", default="book", help="the tables replayed: book, trades or trades,book")
@@ -118,7 +127,8 @@ def main() -> None:
     env = capture()
     load = os.getloadavg()
     rows = []
-    for engine in (e.strip() for e in args.engines.split(",")):
+    names = ingest_engines() if args.engines == "all" else [e.strip() for e in args.engines.split(",")]
+    for engine in names:
         try:
             rows.append(measure(engine, setup))
         except CellFailed as exc:

@@ -45,7 +45,8 @@ import pyarrow.csv as pcsv
 
 from tickbench import reference, verify
 from tickbench.data.dataset import Dataset
-from tickbench.engines.questdb.adapter import JSON_TYPES, Adapter, json_table
+from tickbench.engines.questdb.adapter import Adapter
+from tickbench.engines.questdb.server import JSON_TYPES, json_table
 from tickbench.engines.registry import adapter_class
 from tickbench.params import query_params
 from tickbench.run.visibility import wait_visible

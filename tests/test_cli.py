@@ -145,3 +145,18 @@ def test_redo_needs_resume(tiny_dir: Path, tmp_path: Path) -> None:
                          "--redo", "duckdb")
     assert code == 2 and "--redo duckdb: applies to a run you continue; add --resume DIR" in text
     assert not (tmp_path / "r").exists()
+
+
+def test_install_servers_takes_the_server_engines_from_their_folders() -> None:
+    """`tickbench install --servers` (make install-servers, CI) installs every server engine whose
+    folder says ``kind = "server"``, except those built from a source release (named with
+    --source), and a bare `install` names what to give it."""
+    from tickbench.cli import registry_servers
+    from tickbench.engines.registry import engine_infos
+
+    servers = registry_servers()
+    assert servers and all(engine_infos()[n].kind == "server" for n in servers)
+    assert {"postgres", "questdb", "influxdb"} <= set(servers) and "timescaledb" not in servers
+    assert not {n for n, i in engine_infos().items() if i.kind != "server"} & set(servers)
+    result = CliRunner().invoke(app, ["install"])
+    assert result.exit_code == 2 and "--servers" in result.output

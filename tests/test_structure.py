@@ -1,12 +1,16 @@
 """The code's structure: no import cycle between tickbench's modules (every import counted: those
 inside functions and under ``if TYPE_CHECKING`` too), the runner, the reports and the results
-file knowing no suite, no private name imported across modules, and no adapter that sleeps,
-polls or reads a clock (the runner owns the clock)."""
+file knowing no suite, no private name imported across modules, no adapter that sleeps, polls
+or reads a clock (the runner owns the clock), and every benchmark script starting."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "tickbench"
@@ -205,3 +209,15 @@ def test_engine_processes_are_the_runners_alone() -> None:
     bad = sorted(mod for mod, deps in _graph().items()
                  if "tickbench.run.engine_process" in deps and not mod.startswith("tickbench.run"))
     assert not bad, "import tickbench.run.engine_process outside the runner: " + ", ".join(bad)
+
+
+BENCHMARKS = SRC.parent / "benchmarks"
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in BENCHMARKS.glob("*.py")))
+def test_every_benchmark_script_starts(script: str) -> None:
+    """Each benchmark in benchmarks/ imports what it uses from tickbench as tickbench now has it
+    (a moved name breaks a script nothing else runs): ``--help`` exits 0."""
+    path = BENCHMARKS / script
+    done = subprocess.run([sys.executable, str(path), "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"{script}: {done.stderr[-2000:]}"

@@ -468,13 +468,30 @@ def _adapter_installing_client(name: str, progress: Callable[[str], None]) -> ty
     return adapter_class(name)
 
 
+def registry_servers() -> list[str]:
+    """The server engines that install from the package registries: ``kind = "server"`` in their
+    ``engine.toml`` and an installer that takes no source release. From the engine folders, so a
+    new server engine needs no edit of the Makefile or CI."""
+    return [n for n, info in engine_infos().items() if info.kind == "server"
+            and "source" not in inspect.signature(adapter_class(n).install).parameters]
+
+
 @app.command("install")
 def install_cmd(
-    names: Annotated[list[str], typer.Argument(help="engines to install (a server, or an engine's client packages)")],
+    names: Annotated[list[str] | None, typer.Argument(
+        help="engines to install (a server, or an engine's client packages)")] = None,
     source: Annotated[Path | None, typer.Option(
         help="a source release to build from, for an engine built from source (timescaledb)")] = None,
+    servers: Annotated[bool, typer.Option(
+        help="every server engine that installs from the package registries (engine.toml kind = server; "
+             "those built from a source release need --source and a name of their own)")] = False,
 ) -> None:
     """Install engines from the package registries into tickbench's tools directory."""
+    names = list(names or [])
+    if servers:
+        names += [n for n in registry_servers() if n not in names]
+    if not names:
+        raise fail("install: name the engines to install, or --servers")
     try:
         check_engines(names)
     except RunError as exc:

@@ -77,10 +77,36 @@ def budget_bytes() -> int:
     return int(min(16 * GIB, 0.75 * psutil.virtual_memory().total))
 
 
+def _status_fields(pid: int, keys: tuple[str, ...]) -> dict[str, int]:
+    """The ``keys`` of ``/proc/PID/status`` (kB values) as bytes; missing keys count 0."""
+    out = dict.fromkeys(keys, 0)
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in out:
+            out[key] = int(rest.split()[0]) * 1024
+    return out
+
+
+def _shmem_total() -> int:
+    """The machine's shared memory in use (``Shmem`` of ``/proc/meminfo``), in bytes."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("Shmem:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 def tree_rss(pids: list[int]) -> int:
-    """Resident bytes of ``pids`` and all their children now (processes that are gone count 0)."""
+    """Resident bytes of ``pids`` and all their children now (processes that are gone count 0),
+    each page counted once: every process's anonymous pages (``RssAnon``), their shared memory
+    (``RssShmem``) at most once (the sum, capped by the machine's shared memory in use: a
+    server's processes each map its shared buffers, and a summed RSS counted those pages once
+    per process, 16 GiB for PostgreSQL's 201 processes at 100 users), and file-backed pages
+    (``RssFile``: program text, mapped files) of the process with the most (the processes of one
+    server share theirs). A cheap upper bound of the pages only these processes hold, read from
+    ``/proc/PID/status``; the exact figure (PSS from ``smaps_rollup``) takes up to 0.1 s per
+    process."""
     seen: set[int] = set()
-    total = 0
+    anon = shmem = files = 0
     for pid in pids:
         try:
             proc = psutil.Process(pid)
@@ -91,9 +117,12 @@ def tree_rss(pids: list[int]) -> int:
             if p.pid in seen:
                 continue
             seen.add(p.pid)
-            with contextlib.suppress(psutil.Error):
-                total += p.memory_info().rss
-    return total
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                f = _status_fields(p.pid, ("RssAnon", "RssShmem", "RssFile"))
+                anon += f["RssAnon"]
+                shmem += f["RssShmem"]
+                files = max(files, f["RssFile"])
+    return anon + (min(shmem, _shmem_total()) if shmem else 0) + files
 
 
 def own_peak_rss() -> int:

@@ -59,7 +59,8 @@ def table(view: SuiteView) -> Grid:
     g.notes.append("p50, p99 and max over every timed query of every user (nearest rank); ⚠ client-bound: the "
                    "queries/s or the median latency is within 2× of the same users' against a no-op query (the "
                    "harness's own ceiling), so the harness may be what limits it. Peak RSS: the users' process "
-                   "and the engine's servers while the users ran.")
+                   "and the engine's servers while the users ran, each page once (shared memory, e.g. a server's "
+                   "buffers mapped by every backend, counted once).")
     return g
 
 

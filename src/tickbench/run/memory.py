@@ -100,8 +100,7 @@ def tree_rss(pids: list[int]) -> int:
     each page counted once: every process's anonymous pages (``RssAnon``), their shared memory
     (``RssShmem``) at most once (the sum, capped by the machine's shared memory in use: a
     server's processes each map its shared buffers, and a summed RSS counted those pages once
-    per process, 16.4 GiB for PostgreSQL's
-    backends at 100 users), and file-backed pages
+    per process, 16.4 GiB for PostgreSQL's backends at 100 users), and file-backed pages
     (``RssFile``: program text, mapped files) of the process with the most (the processes of one
     server share theirs). A cheap upper bound of the pages only these processes hold, read from
     ``/proc/PID/status``; the exact figure (PSS from ``smaps_rollup``) takes up to 0.1 s per

@@ -47,7 +47,7 @@ from tickbench import reference, verify
 from tickbench.data.dataset import Dataset
 from tickbench.engines.questdb.adapter import Adapter
 from tickbench.engines.questdb.server import JSON_TYPES, json_table
-from tickbench.engines.registry import adapter_class
+from tickbench.engines.registry import adapter
 from tickbench.params import query_params
 from tickbench.run.visibility import wait_visible
 from tickbench.suites.published import QUERIES
@@ -148,7 +148,7 @@ def main() -> None:
     params = query_params(ds.params, args.seed)
     workdir = Path(tempfile.mkdtemp(prefix="tickbench-qdb-transports-", dir=os.environ.get("TMPDIR")))
     workdir.chmod(0o755)
-    engine = adapter_class("questdb")(workdir, ds, params)
+    engine = adapter("questdb", workdir, ds, params)
     assert isinstance(engine, Adapter)
     engine.start()
     out: dict[str, Any] = {"data": str(args.data), "scale": ds.params.get("scale"), "repetitions": args.repetitions,

@@ -73,7 +73,12 @@ def test_users_on_the_toy_engine_verify_each_user(market_tiny: Dataset, tmp_path
     assert "M-VWAB-12D | toymarket | 3 |" in users_part and "Each user:" in users_part
     assert "chart-market-users" in (out / "report.html").read_text()
     # README's generated market block carries the users table beside the queries'
-    block = market_table([read_results(out / "results.json")], "the command", "the conditions")
+    results = read_results(out / "results.json")
+    absent = [r.model_copy(update={"engine": "absentdb", "status": "unavailable", "verified": None,
+                                   "reason": "not available: needs a licence"}) for r in results.records]
+    block = market_table([results.model_copy(update={"records": [*absent, *results.records]})], "the command",
+                         "the conditions")
+    assert "absentdb: not run here (needs a licence)" in block and "| absentdb" not in block
     users_block = block.split("Users (each user's own client")[1]
     assert "| query | engine | users |" in users_block and "| M-VWAB-12D | toymarket | 3 |" in users_block
     assert "harness's own ceiling" in users_block and "During ingest" not in block

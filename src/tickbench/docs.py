@@ -113,12 +113,24 @@ def market_table(runs: list[Results], command: str, conditions: str) -> str:
     """The market suite's tables of ``runs`` (the report's): every query and load per engine, and
     where the runs have them, the users table and M-SNAP during ingest, with the dataset, machine,
     command and conditions they came from."""
-    text = markdown.render(runs, [suites()["market"]]).splitlines()
+    # An engine not available here (kdb+ without a licence) is a line below, not a column of
+    # reasons; the others in name order, whatever order a resumed run recorded them in.
+    absent: dict[str, str] = {}
+    shown: list[Results] = []
+    for run in runs:
+        for e in run.engines():
+            recs = [r for r in run.records if r.engine == e]
+            if all(r.status == "unavailable" for r in recs):
+                absent[e] = recs[0].reason.removeprefix("not available: ")
+        kept = sorted((r for r in run.records if r.engine not in absent), key=lambda r: r.engine)
+        shown.append(run.model_copy(update={"records": kept}))
+    text = markdown.render(shown, [suites()["market"]]).splitlines()
     first = next(i for i, line in enumerate(text) if line.startswith("| query |"))
     last = next((i for i in range(first, len(text)) if not text[i].startswith("|")), len(text))
     about = [line for line in text if line.startswith(("Machine:", "Dataset:"))]
     legend = next((line for line in text[last:] if line.startswith("✔ =")), "")
-    parts = [f"From `{command}`, {conditions}.", *about, "\n".join(text[first:last]), legend]
+    parts = [f"From `{command}`, {conditions}.", *about, "\n".join(text[first:last]), legend,
+             *(f"{e}: not run here ({why})" for e, why in sorted(absent.items()))]
     for heading, title in (("### Users", "Users (each user's own client; M-VWAB-12D by 1 to 100 users, M-SNAP and "
                                          "M-STATS-UI by 10):"),
                            ("### During ingest", "M-SNAP during ingest (day D replayed into a fresh store while "

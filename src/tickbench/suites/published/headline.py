@@ -40,8 +40,9 @@ def render(results: Results, command: str, conditions: str) -> str:
         recs = [r for r in results.records if r.engine == e]
         if all(r.status == "unavailable" for r in recs):
             absent[e] = recs[0].reason.removeprefix("not available: ")
-    refs = [e for e in references(results) if e not in absent]
-    engines = [e for e in contenders(results) if e not in absent] + refs
+    # in name order, whatever order a resumed run (--redo) recorded the engines in
+    refs = sorted(e for e in references(results) if e not in absent)
+    engines = sorted(e for e in contenders(results) if e not in absent) + refs
     labels = [f"{e} (in-memory reference)" if e in refs else e for e in engines]
     rows = max((int(m.get("load_rows") or 0) for m in env.engines.values()), default=0)
     out = [

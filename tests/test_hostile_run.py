@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -236,15 +237,25 @@ def test_a_leftover_server_is_stopped_before_its_directory_is_reused(tiny_dir: P
             p.wait()
 
 
-def test_a_disk_that_fills_up_is_recorded_not_a_traceback(tiny_dir: Path, tmp_path: Path) -> None:
-    """--out on a 24 MB filesystem: DuckDB's database does not fit; the cells say so, the
-    engine's working directory is removed, results.json stays valid, no temporary file is left."""
-    mount = tmp_path / "small"
+
+@contextlib.contextmanager
+def small_tmpfs(mount: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``mount`` for the block (a disk that fills up), unmounted
+    after it; the test is skipped where mounting needs a root this run does not have."""
     mount.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)],
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
                                            capture_output=True).returncode != 0:
         pytest.skip("needs root to mount a small tmpfs (CI runs as root)")
     try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_disk_that_fills_up_is_recorded_not_a_traceback(tiny_dir: Path, tmp_path: Path) -> None:
+    """--out on a 24 MB filesystem: DuckDB's database does not fit; the cells say so, the
+    engine's working directory is removed, results.json stays valid, no temporary file is left."""
+    with small_tmpfs(tmp_path / "small", "24m") as mount:
         out = mount / "run"
         before = _beside(tmp_path, out)
         done = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--engines", "duckdb", "--data",
@@ -259,20 +270,13 @@ def test_a_disk_that_fills_up_is_recorded_not_a_traceback(tiny_dir: Path, tmp_pa
         assert records, "results.json unreadable"
         assert any("filled up" in str(r.get("reason", "")) for r in records)
         assert not list(out.glob(".results-*.json")) and not (out / "work").exists()
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
 def test_a_disk_too_full_for_results_json_stops_the_run_naming_it(tiny_dir: Path, tmp_path: Path) -> None:
     """--out on a filesystem already full (another program filled it): results.json cannot be
     written even with no engine's working directory left to remove, so the run stops at once,
     exit 2, one line naming the directory and its free space; no half-written file is left."""
-    mount = tmp_path / "full"
-    mount.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-                                           capture_output=True).returncode != 0:
-        pytest.skip("needs root to mount a small tmpfs (CI runs as root)")
-    try:
+    with small_tmpfs(tmp_path / "full", "1m") as mount:
         filler = mount / "filler"
         with filler.open("wb") as f, contextlib.suppress(OSError):  # until the disk is full (ENOSPC)
             while True:
@@ -291,8 +295,6 @@ def test_a_disk_too_full_for_results_json_stops_the_run_naming_it(tiny_dir: Path
         assert not list(out.glob(".results-*.json")) and not (out / "results.json").exists()
         assert not (out / "work").exists() and not _gone(out)
         assert _beside(tmp_path, out) == before
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
 def test_a_default_tick_latency_run_is_bounded_by_the_cell_budget(tiny_dir: Path, tmp_path: Path) -> None:

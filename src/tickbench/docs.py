@@ -118,10 +118,7 @@ def market_table(runs: list[Results], command: str, conditions: str) -> str:
     absent: dict[str, str] = {}
     shown: list[Results] = []
     for run in runs:
-        for e in run.engines():
-            recs = [r for r in run.records if r.engine == e]
-            if all(r.status == "unavailable" for r in recs):
-                absent[e] = recs[0].reason.removeprefix("not available: ")
+        absent.update(run.unavailable())
         kept = sorted((r for r in run.records if r.engine not in absent), key=lambda r: r.engine)
         shown.append(run.model_copy(update={"records": kept}))
     text = markdown.render(shown, [suites()["market"]]).splitlines()

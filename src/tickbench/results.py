@@ -167,6 +167,16 @@ class Results(BaseModel):
     def engines(self) -> list[str]:
         return list(dict.fromkeys(r.engine for r in self.records))
 
+    def unavailable(self) -> dict[str, str]:
+        """The engines not available here (every cell ``unavailable``, e.g. kdb+ without a
+        licence), each with why: a line under a table, not a column of reasons."""
+        out: dict[str, str] = {}
+        for e in self.engines():
+            recs = [r for r in self.records if r.engine == e]
+            if all(r.status == "unavailable" for r in recs):
+                out[e] = recs[0].reason.removeprefix("not available: ")
+        return out
+
     def write(self, path: Path) -> None:
         """Write atomically: a reader never sees a half-written file, and a write that fails
         (a full disk) leaves the previous file as it was and no temporary file behind."""

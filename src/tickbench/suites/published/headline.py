@@ -35,11 +35,7 @@ def render(results: Results, command: str, conditions: str) -> str:
     else ran on the machine (the reader needs both to judge the numbers)."""
     env, ds = results.environment, results.dataset
     # An engine not available here (kdb+ without a licence) is a line below, not a column of dashes.
-    absent: dict[str, str] = {}
-    for e in results.engines():
-        recs = [r for r in results.records if r.engine == e]
-        if all(r.status == "unavailable" for r in recs):
-            absent[e] = recs[0].reason.removeprefix("not available: ")
+    absent = results.unavailable()
     # in name order, whatever order a resumed run (--redo) recorded the engines in
     refs = sorted(e for e in references(results) if e not in absent)
     engines = sorted(e for e in contenders(results) if e not in absent) + refs

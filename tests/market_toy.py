@@ -104,11 +104,16 @@ def bound(con: duckdb.DuckDBPyConnection, sql: str, params: object) -> pa.Table:
 
 INGEST_ADAPTER = '''
 
+import time
+
+SEND_DELAY_S = 0.0  # a slow streaming path: seconds each write takes (install_toy's send_delay_s)
+
 class _Sender(StreamSender):
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.cur = con.cursor()
 
     def send(self, payload: object) -> None:
+        time.sleep(SEND_DELAY_S)
         table, batch = payload  # type: ignore[misc]
         self.cur.register("payload", batch)
         self.cur.execute(f"INSERT INTO {table} SELECT * FROM payload")
@@ -214,10 +219,11 @@ ANSWERED = ("M-VWAB-12D", "M-SNAP", "M-STATS-UI")
 
 def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymarket",
                 extra_unsupported: dict[str, str] | None = None, query_override: dict[str, str] | None = None,
-                ingest: bool = False) -> str:
+                ingest: bool = False, send_delay_s: float = 0.0) -> str:
     """Write the toy engine ``name`` into a package under ``root`` and make it discoverable (this
     process and the engine processes it spawns); with ``ingest`` it also has the market ingest
-    capability (a DuckDB store written by cursors of one connection). Returns the engine's name."""
+    capability (a DuckDB store written by cursors of one connection), each write taking at least
+    ``send_delay_s``. Returns the engine's name."""
     # A package name of its own per install: the registry caches adapter classes by module.
     package = f"{name}_" + re.sub(r"\W", "_", root.name)
     pkg = root / "plugins" / package
@@ -235,6 +241,7 @@ def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymar
                                   "class _Base(Engine, Market, SharedReaders):")
         adapter += INGEST_ADAPTER.replace("(Adapter, MarketIngest)", "(_Base, MarketIngest)")
         adapter = adapter.replace('"IngestAdapter"', '"Adapter"').replace("class IngestAdapter(", "class Adapter(")
+        adapter = adapter.replace("SEND_DELAY_S = 0.0", f"SEND_DELAY_S = {float(send_delay_s)!r}")
     (folder / "adapter.py").write_text(adapter)
     for file, text in {**QUERIES, **(query_override or {})}.items():
         (folder / "queries" / file).write_text(text)

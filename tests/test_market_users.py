@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -22,6 +23,7 @@ from tickbench.market_reference import COLUMNS, answer
 from tickbench.results import Record, read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.session import run
+from tickbench.suites.market.ingest_ops import CHECKPOINT_MIN_NS, MarketReplay, quantised
 from tickbench.suites.market.users import parse_id, users_id
 from tickbench.suites.registry import run_config, suite_options
 
@@ -140,6 +142,41 @@ def test_queries_during_ingest_on_the_toy_engine_are_verified(market_tiny: Datas
     block = market_table([read_results(out / "results.json")], "the command", "the conditions")
     ingest_block = block.split("M-SNAP during ingest (day D replayed")[1]
     assert "| engine | rate | writers |" in ingest_block and f"| {engine} | max | 2 |" in ingest_block
+
+
+@pytest.mark.slow
+def test_an_engine_that_writes_a_small_part_of_the_replay_still_queries_during_it(
+        market_tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A streaming path that takes ~1,000 events/s writes less than an eighth of the planned
+    replay in the cell's seconds: the users still run M-SNAP during the ingest (the replay's
+    checkpoints halve toward its start), every answer verified."""
+    engine = install_toy(tmp_path, monkeypatch, ingest=True, send_delay_s=0.1)
+    out = tmp_path / "run"
+    opts = suite_options(users=(1,), ui_users=2, ingest_rates=(None,), ingest_writers=(1,), ingest_seconds=2.5,
+                         ingest_batch=100)
+    run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
+                   protocol=Protocol(repetitions=2, timeout_s=120)))
+    rec = {r.benchmark: r for r in read_results(out / "results.json").records}["M-SNAP/ingest/rate=max/writers=1"]
+    assert rec.status == "ok" and rec.verified is True, f"{rec.status} {rec.reason}"
+    f = rec.figures
+    assert 0 < f["written"] < f["planned"] / 8, (f["written"], f["planned"])
+    assert f["during"]["queries"] > 0 and f["distinct_probe_sets"] >= 2
+
+
+def test_the_replays_checkpoints_halve_toward_its_start(market_tiny: Dataset) -> None:
+    """Checkpoints ascend from at least a second after the open to the replay's end, each the
+    end of a prefix of the replay; a watermark binds the latest at or before it."""
+    base = market_params(market_tiny, SEED)
+    replay = MarketReplay(market_tiny, base, 1_000_000)
+    marks = [int(c) for c in replay.checkpoints]
+    assert marks == sorted(set(marks)) and marks[-1] == replay.end_ns and len(marks) >= 4
+    assert marks[0] >= replay.open_ns + CHECKPOINT_MIN_NS
+    for c in marks[:-1]:  # every event up to c is among the first i, and none after
+        i = int(np.searchsorted(replay.event_ts, c, side="right"))
+        assert i < len(replay) and replay.event_ts[i] == c + 1
+    assert quantised(marks[0] - 1, replay) == replay.open_ns
+    assert quantised(marks[1], replay) == marks[1] and quantised(marks[2] - 1, replay) == marks[1]
+    assert quantised(2**62, replay) == replay.end_ns
 
 
 def test_an_engine_without_a_market_streaming_path_says_so(market_tiny: Dataset, tmp_path: Path,

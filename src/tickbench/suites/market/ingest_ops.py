@@ -9,7 +9,8 @@ M-SNAP over the rows already visible; then the same users after the ingest.
 each table with ``ts <= x`` it sees, and compares with the replay's own count; the candidate x
 comes from the visible totals, bisected down when several writers leave gaps). A user's query
 binds its own probe times mapped into the session's start … the watermark (rounded down to one
-of :data:`CHECKPOINTS` steps of the replay's span, so a few distinct answers are checked): since
+of the replay's checkpoints, ``MarketReplay.checkpoints``, so a few distinct answers are
+checked, and a slow ingest reaches the first soon): since
 M-SNAP reads only rows with ``ts <= t``, its answer over the rows visible when the query begins
 is exactly the reference's over the whole day with those times, which the runner checks.
 """
@@ -37,7 +38,13 @@ from tickbench.suites.stream.harness import Destination, Plan, Sink, Writers
 
 perf = time.perf_counter_ns
 MAX_EVENTS = 1_000_000  # events replayed in one cell at most
-CHECKPOINTS = 8  # the watermark a query binds is rounded down to a step of span / CHECKPOINTS
+# The watermark a query binds is rounded down to a checkpoint: the end of the replay's first
+# len / 2**k events, k = 0 … CHECKPOINT_HALVINGS. Halving steps, not equal ones: an engine that takes
+# a few thousand events a second of a million planned still queries during its ingest.
+CHECKPOINT_HALVINGS = 10
+# ... and at least this long after the session's open: the opening burst (every instrument's first
+# quote on each venue within a millisecond) would squeeze a user's probe times into the same µs.
+CHECKPOINT_MIN_NS = 1_000_000_000
 VISIBLE_WAIT_S = 60.0  # after the writers, how long every acknowledged row may take to become visible
 BISECT_STEPS = 12
 NOOP_QUERIES = 1_000  # the users' no-op queries each at least (the harness's ceiling)
@@ -75,9 +82,21 @@ class MarketReplay:
         ends = [n - 1 for n in self.next_ts.values() if n is not None]
         #: Every replayed row has ``ts <= end`` and every row of the day with ``ts <= end`` is replayed.
         self.end_ns = min(ends) if ends else close_ns
+        #: The watermarks a query may bind, ascending: :meth:`checkpoints`.
+        self.checkpoints = self._checkpoints()
 
     def __len__(self) -> int:
         return len(self.which)
+
+    def _checkpoints(self) -> np.ndarray:
+        """For k = CHECKPOINT_HALVINGS … 1 the last ns before the first event not among the
+        replay's first ``len / 2**k`` events, then the replay's end: every row of the day up to a
+        checkpoint is replayed. Those at least :data:`CHECKPOINT_MIN_NS` after the session's open,
+        distinct, ascending."""
+        n = len(self)
+        cuts = {int(self.event_ts[n >> k]) - 1 for k in range(1, CHECKPOINT_HALVINGS + 1) if n >> k > 0}
+        late = [c for c in cuts | {self.end_ns} if c >= self.open_ns + CHECKPOINT_MIN_NS]
+        return np.array(sorted(late), dtype=np.int64)
 
     def expected(self, table: str, upto: int) -> int:
         """Replayed rows of ``table`` with ``ts <= upto``."""
@@ -139,8 +158,10 @@ def probes(user: MarketParams, open_ns: int, upto: int) -> tuple[int, ...]:
 
 
 def quantised(value: int, replay: MarketReplay) -> int:
-    step = max(NS_PER_US, (replay.end_ns - replay.open_ns) // CHECKPOINTS)
-    return replay.open_ns + (value - replay.open_ns) // step * step
+    """The latest of the replay's checkpoints at or before the watermark ``value``; the session's
+    open when none is."""
+    i = int(np.searchsorted(replay.checkpoints, value, side="right"))
+    return int(replay.checkpoints[i - 1]) if i else replay.open_ns
 
 
 def _digest(table: pa.Table) -> str:

@@ -167,7 +167,8 @@ class DuringIngest:
         figures["distinct_probe_sets"] = probe_sets
         notes = []
         if not during.get("queries"):
-            notes.append("no M-SNAP query ran during the ingest (the rows became visible only at its end)")
+            notes.append("no M-SNAP query ran during the ingest (no checkpoint of the replay was proved visible "
+                         "before the writers finished)")
         if figures["ingest_client_bound"]:
             notes.append("ingest client-bound: within 2× of the writers' ceiling")
         if r["written"] < r["planned"]:

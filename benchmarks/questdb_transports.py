@@ -10,7 +10,7 @@ answer is verified against the reference implementation:
 * ``exec-orjson``: ``/exec`` JSON parsed by orjson, a column at a time (the adapter's path for
   aggregated answers);
 * ``exp-parquet``: ``/exp?fmt=parquet`` (uncompressed), read by pyarrow (the adapter's path for
-  answers with a row per stored row);
+  answers of thousands of rows);
 * ``exp-csv``: ``/exp`` CSV read by pyarrow's multithreaded CSV reader;
 * ``pg-binary``: the PostgreSQL wire protocol with psycopg's binary result format, rows turned
   into Arrow (QuestDB sends ``TIMESTAMP_NS`` as a PostgreSQL ``timestamp``: microseconds);
@@ -19,7 +19,11 @@ answer is verified against the reference implementation:
 Server time: ``/exec``'s ``timings.execute`` (compilation inside it), ``/exp`` Parquet's span in QuestDB's
 export log (see ``Adapter.query_server_ns``); ``/exp`` CSV and the PG wire report none.
 
-    python benchmarks/questdb_transports.py --data DIR [--repetitions 5] [--out FILE.json]
+The queries run under the commit mode the query store's load leaves (QuestDB's default, nosync, as
+in ``tickbench run``), or ``--commit-mode``: under sync each Parquet export's log commits are
+flushed to disk.
+
+    python benchmarks/questdb_transports.py --data DIR [--repetitions 5] [--commit-mode sync] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -142,6 +146,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--repetitions", type=int, default=5)
     ap.add_argument("--queries", default=",".join(q.id for q in QUERIES))
+    ap.add_argument("--commit-mode", choices=("nosync", "async", "sync"),
+                    help="cairo.commit.mode for the queries (default: the one the load leaves)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     ds = Dataset.open(args.data)
@@ -158,7 +164,11 @@ def main() -> None:
         t0 = time.perf_counter()
         engine.load()
         wait_visible(engine)
-        print(f"loaded {args.data} in {time.perf_counter() - t0:.0f} s", flush=True)
+        if args.commit_mode:
+            engine.restart_with(commit_mode=args.commit_mode)
+        out["commit_mode"] = engine.commit_mode
+        print(f"loaded {args.data} in {time.perf_counter() - t0:.0f} s; queries under cairo.commit.mode="
+              f"{engine.commit_mode}", flush=True)
         tr = Transports(engine)
         funcs: dict[str, Callable[[str], Result]] = {
             "exec-json": tr.exec_json, "exec-orjson": tr.exec_orjson, "exp-parquet": tr.exp_parquet,

@@ -189,8 +189,13 @@ def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: Query
     days = tiny_params.load_days()
     expected = sum(r["rows"] for r in tiny.manifest.partitions
                    if r["day"] in days and r["table"] in ("trades", "book"))
+    first_pid = engine.memory_pids()[0]
     assert engine.load() == expected
     wait_visible(engine)  # the runner waits for QuestDB's WAL apply; the adapter does not
+    # The load's rows committed under sync; the query cells run under QuestDB's default.
+    assert engine.commit_mode == "nosync" and engine.memory_pids()[0] != first_pid  # type: ignore[attr-defined]
+    shown = {r["property_path"]: r["value"] for r in engine._rows("SHOW PARAMETERS")}  # type: ignore[attr-defined]
+    assert shown["cairo.commit.mode"] == "nosync"
     assert engine.run_query("O-B2").num_rows == 3
     assert engine.query_server_ns() > 0  # type: ignore[operator]  # /exec's own timings
     assert engine.run_query("O-T").num_rows == len(tiny_params.ot_times)
@@ -198,7 +203,8 @@ def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: Query
     # O-S comes as Parquet from /exp; its server time is its span in QuestDB's export log.
     from tickbench.engines.questdb.server import PARQUET_ANSWERS
 
-    assert "O-S" in PARQUET_ANSWERS
+    assert {"O-S", "T-V1", "O-V1"} <= PARQUET_ANSWERS
+    assert engine.run_query("T-V1").num_rows > 0 and engine.query_server_ns() > 0  # type: ignore[operator]
     answer = engine.run_query("O-S")
     assert answer.schema.names == ["ts", "spread"] and str(answer.schema.field("ts").type) == "timestamp[ns, tz=UTC]"
     assert engine.query_server_ns() > 0  # type: ignore[operator]
@@ -214,6 +220,8 @@ def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: Query
     assert engine.run_query("O-B2").num_rows == 3
 
     rows = sum(v["rows"] for v in tiny.manifest.csv.values())
+    engine.bulk_prepare()  # type: ignore[attr-defined]  # W commits durably again
+    assert engine.commit_mode == "sync"  # type: ignore[attr-defined]
     for fmt in ("csv", "parquet"):
         for _ in range(2):  # a repeated W replaces its tables
             mine = engine.bulk_load(fmt, workdir / "w")
@@ -228,6 +236,30 @@ def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: Query
     assert se["bytes_on_disk"] == se["partitions"] + se["table_files"]
     assert 0 < se["table_files"] < se["partitions"] / 10  # writers released: files trimmed
     assert engine.run_query("O-B2").num_rows == 3  # W left the query tables alone
+
+
+@needs_server
+@pytest.mark.server
+@pytest.mark.slow
+def test_the_runner_follows_a_server_the_load_restarted(tiny: Dataset, tiny_params: QueryParams,
+                                                        workdir: Path) -> None:
+    """The load restarts QuestDB into the queries' commit mode: the worker's reply names the new
+    server, so the runner's kill (a timeout, a memory stop) reaches it and not the old pid."""
+    from tickbench.run.engine_process import EngineProcess
+
+    worker = EngineProcess("questdb", workdir, tiny.root, tiny_params)
+    worker.spawn()
+    try:
+        started = worker.call(120, op="start")["pids"]
+        worker.call(600, op="load")
+        assert worker.server_pids and worker.server_pids != started
+        assert not psutil.pid_exists(started[0]) or psutil.Process(started[0]).status() == psutil.STATUS_ZOMBIE
+        running = worker.server_pids[0]
+        assert psutil.Process(running).is_running()
+        worker.kill()
+        assert not psutil.pid_exists(running) or psutil.Process(running).status() == psutil.STATUS_ZOMBIE
+    finally:
+        worker.kill()
 
 
 @pytest.fixture

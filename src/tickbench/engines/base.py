@@ -460,6 +460,10 @@ class Engine(ABC):
 class BulkLoad(ABC):
     """Capability: W, the bulk load of the bulk-load day (SPEC §2.1)."""
 
+    def bulk_prepare(self) -> None:  # noqa: B027 - optional: most engines load as they query
+        """Before each W load's clock starts: a setting W needs that the query cells do not (e.g.
+        a server restarted into a durable commit mode). The default changes nothing."""
+
     @abstractmethod
     def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """Load the bulk-load day from ``fmt`` ("csv" or "parquet") into a fresh durable store

@@ -97,22 +97,33 @@ def _serve(conn: Connection, engine: str, workdir: str, data: str, params: dict[
     if injected:  # tests only
         cls = with_faults(cls, injected)
     adapter: Engine = cls(engine_infos()[engine], Path(workdir), Dataset.open(Path(data)), qp)
+    owns_server = False  # started here (not attached to another process's server)
     while True:
         msg = conn.recv()
         op = msg["op"]
+        owns_server = (owns_server or op == "start") and op not in ("start_shared", "stop", "exit")
         try:
             reply = _handle(adapter, op, msg, ops)
         except Exception as exc:
             reply = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
+        if owns_server and "pids" not in reply:
+            # Any operation may have restarted the server (a load into the queries' settings,
+            # SE's restart): the parent must know whom to stop if this process dies.
+            reply["pids"] = _server_pids(adapter)
         conn.send(reply)
         if op == "exit":
             return
 
 
+def _server_pids(adapter: Engine) -> list[int]:
+    """The engine's own processes, apart from this one."""
+    return [p for p in adapter.memory_pids() if p != os.getpid()]
+
+
 def _handle(adapter: Engine, op: str, msg: dict[str, Any], ops: Mapping[str, WorkerOp]) -> dict[str, Any]:
     if op == "start":
         adapter.start()
-        return {"pids": [p for p in adapter.memory_pids() if p != os.getpid()]}
+        return {"pids": _server_pids(adapter)}
     if op == "stop" or op == "exit":
         adapter.stop()
         return {}

@@ -19,7 +19,7 @@ from questdb import Sender
 from tickbench.data.schema import TABLES
 from tickbench.engines.base import BulkLoad, LoadFigures, Storage
 from tickbench.engines.questdb.schema import SYMBOLS, TS_PATTERN, imp_schema
-from tickbench.engines.questdb.server import QuestDBServer
+from tickbench.engines.questdb.server import DEFAULT_COMMIT_MODE, QUERY_COMMIT_MODE, QuestDBServer
 
 
 class QuestDBLoad(QuestDBServer, BulkLoad, Storage):
@@ -58,6 +58,8 @@ class QuestDBLoad(QuestDBServer, BulkLoad, Storage):
             rows = sum(self._send_parquet(sender, table, self.table(table), days) for table in TABLES)
             sender.flush()
         self._await(self.table(t) for t in TABLES)
+        if self.endpoint is None:  # the rows are applied and durable; the queries' mode from here
+            self.restart_with(commit_mode=QUERY_COMMIT_MODE)
         return rows
 
     # ---- W ---------------------------------------------------------------------------------
@@ -101,6 +103,12 @@ class QuestDBLoad(QuestDBServer, BulkLoad, Storage):
         return LoadFigures(rows=0, input_bytes=nbytes, count=lambda: self._count(names.values()),
                            detail={"path": path_name, "tables": list(names.values()),
                                    "durability": self._w_durability()})
+
+    def bulk_prepare(self) -> None:
+        """W commits durably: the server runs under sync again (the query cells left it in
+        :data:`~tickbench.engines.questdb.server.QUERY_COMMIT_MODE`), restarted before W's clock."""
+        if self.endpoint is None:
+            self.restart_with(commit_mode=DEFAULT_COMMIT_MODE)
 
     def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """W into fresh tables ``w_<fmt>_<table>`` of the running server (``scratch`` is not

@@ -60,16 +60,21 @@ WAL_STATE = "SELECT name, suspended, writerTxn, sequencerTxn, errorMessage FROM 
 # Not QuestDB's own default (nosync): W and the load must be committed durably (SPEC), and sync
 # is the mode that flushes each commit to disk before acknowledging it.
 DEFAULT_COMMIT_MODE = "sync"
+# The query cells' mode, QuestDB's default, into which the query store's load restarts the server
+# once its rows are applied: a query writes nothing of the user's, only /exp's export log (three
+# commits per Parquet answer, each a flush to disk under sync: +2.4 ms of QuestDB's time on
+# T-V1 at SF 1, and one more flush after the export's last logged phase).
+QUERY_COMMIT_MODE = "nosync"
 # A reader's keep-alive connection idle this long is replaced before its next request: QuestDB
 # closes idle HTTP connections after http.net.connection.timeout (5 min by default).
 READER_IDLE_S = 60.0
-# The benchmark answers with a row per stored row (O-S: every snapshot of S on D, 520,874 rows at
-# SF 1) come as Parquet from /exp: as /exec JSON they cost QuestDB 4x the time to write and Python
-# more than that again to parse (1,088 ms against 235 ms of server time at SF 1). Every other answer
-# is a row per bucket or group, at most 10,080 rows at any scale, and comes faster as JSON: each
-# /exp Parquet export also commits three rows to QuestDB's export log (EXPORT_LOG in adapter.py),
-# tens of ms under cairo.commit.mode=sync.
-PARQUET_ANSWERS = frozenset({"O-S"})
+# The benchmark answers of thousands of rows come as Parquet from /exp. O-S (every snapshot of S on
+# D, 520,874 rows at SF 1): as /exec JSON it cost QuestDB 4x the time to write and Python more than
+# that again to parse (1,088 ms against 235 ms of server time at SF 1). T-V1 (8,549 rows) and O-V1
+# (10,080): JSON's parsing into Arrow left 6-12 ms between the client's time and QuestDB's, Parquet
+# 2.2-2.4 ms (benchmarks/questdb_transports.py at SF 1, commit mode nosync). The other answers have
+# at most 1,440 rows and come as fast or faster as JSON, without the export log's commits.
+PARQUET_ANSWERS = frozenset({"O-S", "T-V1", "O-V1"})
 
 # /exec column types as Arrow types (TIMESTAMP* and DATE come as ISO-8601 text in UTC).
 JSON_TYPES: dict[str, pa.DataType] = {
@@ -376,12 +381,15 @@ class QuestDBServer(ServerEngine):
                   if r["property_path"] in keys}
         results = {"results": (f"HTTP /exp Parquet for {', '.join(sorted(PARQUET_ANSWERS))}, /exec JSON (timings=true) "
                                "for the rest, one kept-alive connection per client"),
+
                    "server_time": ("/exec: timings.execute (compilation included); /exp Parquet: the export's span in "
                                    "sys.copy_export_log (stream_sending_data started to success)")}
         if self.endpoint is not None:  # the user's server: its own version and heap
             return {"wal": True, "load": "ILP over HTTP (protocol 2)", **results, **params}
+        modes = (f"the load and W: {DEFAULT_COMMIT_MODE}; the query cells: {QUERY_COMMIT_MODE} (the server restarted "
+                 "once the load's rows are applied)")
         return {"version": VERSION, "jvm_heap": HEAP, "wal": True, "load": "ILP over HTTP (protocol 2)",
-                **results, **params}
+                "commit_modes": modes, **results, **params}
 
 
 def json_table(answer: dict[str, Any]) -> pa.Table:

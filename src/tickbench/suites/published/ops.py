@@ -18,6 +18,7 @@ def bulk_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     scratch = Path(msg["scratch"])
     bulk = capability(adapter, BulkLoad)
     load = bulk.baseline_load if msg.get("baseline") else bulk.bulk_load
+    bulk.bulk_prepare()
     t0 = time.perf_counter_ns()
     figures = load(msg["fmt"], scratch)
     wait_visible(adapter)

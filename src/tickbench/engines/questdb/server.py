@@ -72,8 +72,9 @@ READER_IDLE_S = 60.0
 # D, 520,874 rows at SF 1): as /exec JSON it cost QuestDB 4x the time to write and Python more than
 # that again to parse (1,088 ms against 235 ms of server time at SF 1). T-V1 (8,549 rows) and O-V1
 # (10,080): JSON's parsing into Arrow left 6-12 ms between the client's time and QuestDB's, Parquet
-# 2.2-2.4 ms (benchmarks/questdb_transports.py at SF 1, commit mode nosync). The other answers have
-# at most 1,440 rows and come as fast or faster as JSON, without the export log's commits.
+# 2.2-2.4 ms (both paths interleaved on one SF 1 store under nosync, 2026-11-26; the README's
+# Results). The other answers have at most 1,440 rows and come as fast or faster as JSON, without
+# the export log's commits.
 PARQUET_ANSWERS = frozenset({"O-S", "T-V1", "O-V1"})
 
 # /exec column types as Arrow types (TIMESTAMP* and DATE come as ISO-8601 text in UTC).
@@ -381,7 +382,6 @@ class QuestDBServer(ServerEngine):
                   if r["property_path"] in keys}
         results = {"results": (f"HTTP /exp Parquet for {', '.join(sorted(PARQUET_ANSWERS))}, /exec JSON (timings=true) "
                                "for the rest, one kept-alive connection per client"),
-
                    "server_time": ("/exec: timings.execute (compilation included); /exp Parquet: the export's span in "
                                    "sys.copy_export_log (stream_sending_data started to success)")}
         if self.endpoint is not None:  # the user's server: its own version and heap

@@ -82,7 +82,7 @@ class MarketReplay:
         ends = [n - 1 for n in self.next_ts.values() if n is not None]
         #: Every replayed row has ``ts <= end`` and every row of the day with ``ts <= end`` is replayed.
         self.end_ns = min(ends) if ends else close_ns
-        #: The watermarks a query may bind, ascending: :meth:`checkpoints`.
+        #: The watermarks a query may bind, ascending: :meth:`_checkpoints`.
         self.checkpoints = self._checkpoints()
 
     def __len__(self) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import inspect
+import signal
 import subprocess
 import sys
 import time
@@ -395,6 +396,28 @@ def validate_cmd(
     raise typer.Exit(1)
 
 
+class _Signalled(KeyboardInterrupt):
+    """SIGINT or SIGTERM during an import, raised where the import is, so it unwinds (and
+    removes its staging directory) as Ctrl-C does."""
+
+    def __init__(self, signame: str) -> None:
+        super().__init__(signame)
+        self.signame = signame
+
+
+@contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    def stop(signum: int, _frame: object) -> None:
+        raise _Signalled(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 @app.command("import")
 def import_cmd(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="tardis | cryptofeed | lobster | taq")],
@@ -414,7 +437,7 @@ def import_cmd(
     from tickbench.data.importers import import_dataset
 
     try:
-        with progress_bar("import") as bar:
+        with progress_bar("import") as bar, _stopped_by_signals():
             task = bar.add_task("importing", total=None)
 
             def progress(name: str, done: int, total: int) -> None:
@@ -424,6 +447,10 @@ def import_cmd(
                                     clock=clock, trade_ids=trade_ids, progress=progress)
     except DatasetError as exc:
         raise fail(str(exc)) from None
+    except KeyboardInterrupt as stop:  # the staging directory is gone by now (import_dataset's finally)
+        err.print(f"interrupted by {getattr(stop, 'signame', 'SIGINT')}: the import into {out} was stopped and "
+                  "nothing was kept; run it again", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(130) from None
     m = result.manifest
     rows = sum(p["rows"] for p in m.partitions)
     console.print(f"dataset {out}: {rows:,} rows in {len(m.partitions)} partitions from "

@@ -52,6 +52,29 @@ SEQ_NOT_INCREASING = "seq not increasing per (exchange, sym)"
 BAD_INSTRUMENT = "instruments table row inconsistent"
 VENUES_MISMATCH = "instruments.venues differs from the venues quoting it"
 TRADE_WITHOUT_QUOTES = "trade on a venue that never quotes its instrument"
+#: Plausible values: a price from the finest tick grid (10^-8) to 10^9 (a thousand times the
+#: dearest share traded), a size or amount from 10^-8 to 10^15. Outside them a value is an error
+#: in the data (a price of 1e300 makes a standard deviation inf), never a market's.
+PRICE_BOUNDS = (1e-8, 1e9)
+SIZE_BOUNDS = (1e-8, 1e15)
+#: The timestamps every engine holds: QuestDB refuses a designated timestamp before 1970-01-01 and
+#: InfluxDB 1.x queries none; int64 nanoseconds (DuckDB, Polars, ArcticDB, DataFusion, chDB's
+#: DateTime64(9)) end at 2262-04-11 23:47:16.
+ENGINE_TS_RANGE = "1970-01-01 to 2262-04-11"
+TS_OUTSIDE_ENGINES = f"ts outside {ENGINE_TS_RANGE}, the times every engine holds"
+
+
+def implausible(table: str) -> list[tuple[pl.Expr, str]]:
+    """(condition, reason) per price and size column of ``table`` outside its plausible bounds."""
+    cols = {"quotes": (("bid", "ask"), ("bsize", "asize")), "trades": (("price",), ("amount",))}[table]
+    return [(~pl.col(c).is_between(*bounds), f"{c} outside the plausible [{bounds[0]:g}, {bounds[1]:g}]")
+            for names, bounds in zip(cols, (PRICE_BOUNDS, SIZE_BOUNDS), strict=True) for c in names]
+
+
+def _then_implausible(expr: Any, table: str) -> Any:
+    for cond, reason in implausible(table):
+        expr = expr.when(cond).then(pl.lit(reason))
+    return expr
 
 GRID_TOL = 1e-6  # in grid units: a price is on its grid when price / tick is this close to a whole number
 
@@ -67,13 +90,16 @@ def _finite(cols: list[str]) -> pl.Expr:
 
 def quotes_reason() -> pl.Expr:
     """The first row-local invariant a quote breaks, or null (needs ``tick``, ``lot``, ``_t0``)."""
-    return (
+    expr = (
         pl.when(pl.any_horizontal([pl.col(c).is_null() for c in ("ts", "exchange", "sym", "seq")])
                 | _finite(["bid", "ask", "bsize", "asize"])).then(pl.lit(MISSING_VALUE))
         .when(pl.col("tick").is_null()).then(pl.lit(UNKNOWN_SYM))
         .when((pl.col("bid") <= 0) | (pl.col("ask") <= 0)).then(pl.lit(PRICE_NOT_POSITIVE))
         .when(pl.col("bid") >= pl.col("ask")).then(pl.lit(VENUE_CROSSED))
         .when((pl.col("bsize") <= 0) | (pl.col("asize") <= 0)).then(pl.lit(SIZE_NOT_POSITIVE))
+    )
+    return (
+        _then_implausible(expr, "quotes")
         .when(_off_grid("bid", "tick") | _off_grid("ask", "tick")).then(pl.lit(OFF_TICK))
         .when(_off_grid("bsize", "lot") | _off_grid("asize", "lot")).then(pl.lit(OFF_LOT))
         .when(_outside_session()).then(pl.lit(OUTSIDE_SESSION))
@@ -83,13 +109,16 @@ def quotes_reason() -> pl.Expr:
 
 def trades_reason() -> pl.Expr:
     """The first row-local invariant a trade breaks, or null (needs ``tick``, ``lot``, ``_t0``)."""
-    return (
+    expr = (
         pl.when(pl.any_horizontal([pl.col(c).is_null() for c in ("ts", "exchange", "sym", "side", "trade_id")])
                 | _finite(["price", "amount"])).then(pl.lit(MISSING_VALUE))
         .when(pl.col("tick").is_null()).then(pl.lit(UNKNOWN_SYM))
         .when(~pl.col("side").is_in(["buy", "sell"])).then(pl.lit(BAD_SIDE))
         .when(pl.col("price") <= 0).then(pl.lit(PRICE_NOT_POSITIVE))
         .when(pl.col("amount") <= 0).then(pl.lit(AMOUNT_NOT_POSITIVE))
+    )
+    return (
+        _then_implausible(expr, "trades")
         .when(_off_grid("price", "tick")).then(pl.lit(OFF_TICK))
         .when(_off_grid("amount", "lot")).then(pl.lit(OFF_LOT))
         .when(_outside_session()).then(pl.lit(OUTSIDE_SESSION))

@@ -11,6 +11,7 @@ data (:func:`derive_params`).
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 
 from tickbench.data.dataset import (
     STAGE_OWNER,
@@ -150,8 +152,8 @@ def import_dataset(
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned_stages(out)  # of an import (or generation) into ``out`` that was killed
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    claim_stage(stage)
     try:
+        claim_stage(stage)
         if is_market:
             return _import_market(fmt, paths, out, stage, opts, limit, sample, trade_ids)
         builder = DatasetBuilder(stage, policy, limit, hint=missing_id_hint)
@@ -181,6 +183,25 @@ def import_dataset(
             out.rmdir()
         os.replace(stage, out)
         return ImportResult(manifest, dict(builder.dropped), dict(builder.rows_in))
+    except (OSError, pl.exceptions.PolarsError, pa.ArrowException) as exc:
+        if not _disk_full(exc):
+            raise
+        raise DatasetError(f"--out {out}: the disk under {out.parent} filled up while importing "
+                           f"({_free_gb(out.parent)} GB free); nothing was kept. Free space there or choose "
+                           "another --out") from exc
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write that found no space (an OSError, or Polars' and Arrow's
+    wrappers of one, which keep only its text)."""
+    return (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "No space left on device" in str(exc)
+
+
+def _free_gb(path: Path) -> str:
+    try:
+        return f"{shutil.disk_usage(path).free / 1e9:.1f}"
+    except OSError:
+        return "?"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import heapq
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -121,22 +122,43 @@ def reading(path: Path, what: str) -> Iterator[None]:
         yield
     except DatasetError:
         raise
-    except (pl.exceptions.PolarsError, pa.ArrowException, OSError, ValueError, TypeError, OverflowError) as exc:
+    except (pl.exceptions.PolarsError, pa.ArrowException, OSError, ValueError, TypeError, OverflowError, EOFError,
+            zlib.error) as exc:  # EOFError, zlib.error: a gzip stream cut short or corrupt
         text = " ".join(str(exc).split())
         raise DatasetError(f"{path}: cannot be read as {what} ({type(exc).__name__}: "
                            f"{text[:300]}{'…' if len(text) > 300 else ''})") from exc
 
 
-def header(path: Path) -> list[str]:
-    """The column names of a CSV file (gzip or plain), quoted or not."""
+#: Bytes a header row may take: a file whose first line is longer (a 2 GB file without a line
+#: break) is refused after reading this much, not read whole into memory.
+HEADER_MAX_BYTES = 1 << 16
+
+
+def first_line(path: Path) -> str:
+    """The first line of a text file (gzip or plain), without its line break; at most
+    :data:`HEADER_MAX_BYTES` are read, and a file whose first line is longer, a corrupt gzip
+    stream or bytes that are not UTF-8 are a one-line DatasetError naming the file."""
     opener: Any = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt", newline="") as f:
-            line = f.readline()
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
-        raise DatasetError(f"{path}: unreadable ({exc})") from exc
+        with opener(path, "rb") as f:
+            line = f.readline(HEADER_MAX_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        raise DatasetError(f"{path}: unreadable ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from exc
+    if len(line) > HEADER_MAX_BYTES and not line.endswith(b"\n"):
+        raise DatasetError(f"{path}: no line break in its first {HEADER_MAX_BYTES:,} bytes: not a file with a "
+                           "header row (a CSV or Daily TAQ file); check that it is the file you meant")
+    try:
+        return line.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: its first line is not text (UTF-8): {exc.reason} at byte {exc.start}") from exc
+
+
+def header(path: Path) -> list[str]:
+    """The column names of a CSV file (gzip or plain), quoted or not (a bounded read:
+    :func:`first_line`)."""
+    line = first_line(path)
     # a CSV writer may quote the names ("exchange","symbol",…): the names are the same
-    return [c.strip().strip('"') for c in line.rstrip("\r\n").split(",")] if line else []
+    return [c.strip().strip('"') for c in line.split(",")] if line else []
 
 
 class _Counting:

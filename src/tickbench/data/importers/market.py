@@ -56,7 +56,14 @@ from tickbench.data.dataset import (
 )
 from tickbench.data.importers.common import BAD_COL, ROW_COL, Chunk
 from tickbench.data.importers.writer import ImportFailure
-from tickbench.data.market_validate import PRICE_NOT_POSITIVE, SEQ_NOT_INCREASING, TRADE_WITHOUT_QUOTES, VENUE_CROSSED
+from tickbench.data.market_validate import (
+    PRICE_NOT_POSITIVE,
+    SEQ_NOT_INCREASING,
+    TRADE_WITHOUT_QUOTES,
+    TS_OUTSIDE_ENGINES,
+    VENUE_CROSSED,
+    implausible,
+)
 from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.data.validate import StreamState, flagged, order_reasons
 from tickbench.data.violations import (
@@ -97,6 +104,9 @@ def _row_reason(table: str) -> pl.Expr:
     else:
         expr = expr.when(pl.col("side").is_not_null() & ~pl.col("side").is_in(["buy", "sell"])).then(pl.lit(BAD_SIDE))
         expr = expr.when(sizes).then(pl.lit(AMOUNT_NOT_POSITIVE))
+    for cond, reason in implausible(table):
+        expr = expr.when(cond).then(pl.lit(reason))
+    expr = expr.when(pl.col("ts").cast(pl.Int64) < 0).then(pl.lit(TS_OUTSIDE_ENGINES))
     return expr.otherwise(pl.lit(None, dtype=pl.String))
 
 
@@ -216,6 +226,10 @@ class MarketBuilder:
                                "off-exchange prints); nothing was written (use --policy drop to drop and count them)")
         for k in orphans:
             self.dropped[TRADE_WITHOUT_QUOTES] += self.trades_by.pop(k)
+        if not self.trades_by:
+            raise DatasetError("no trades were imported (no trades file among the input, or every trade was "
+                               "dropped): a market dataset needs quotes and trades; add the trades files of the "
+                               "same days")
         self.orphans = set(orphans)
         trades = Counter[str]()
         for (sym, _), n in self.trades_by.items():

@@ -104,6 +104,10 @@ def read_market(paths: list[Path], opts: ReaderOptions) -> Iterator[Chunk]:
     if book:
         raise DatasetError(f"{book[0]}: a book file among quotes files; a market dataset takes Tardis quotes and "
                            "trades files, the paper's dataset trades and book files: import them apart")
+    if "trades" not in kinds.values():
+        first = min((p for p, k in kinds.items() if k == "quotes"), key=lambda p: p.name)
+        raise DatasetError(f"{first}: Tardis quotes files without a trades file: a market dataset needs quotes and "
+                           "trades; add the trades files of the same days")
     clock = "timestamp" if opts.clock == "exchange" else "local_timestamp"
     counters: dict[tuple[str, str], int] = {}
     seqs: dict[tuple[str, str], int] = {}

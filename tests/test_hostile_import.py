@@ -295,7 +295,8 @@ def test_corrupt_gzip_data_is_one_line_naming_the_file(fmt: str, damage: str, on
         files = [src]
     out = tmp_path / "data"
     guard = Guard(tmp_path, out)
-    _import(out, *files, fmt=fmt).one_line_error(str(src))
+    line = _import(out, *files, fmt=fmt).one_line_error(str(src))
+    assert "unreadable" in line or "cannot be read" in line, line
     assert not out.exists() and not list(tmp_path.glob(".data.partial-*"))
     guard.unchanged()
 

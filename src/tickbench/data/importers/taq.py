@@ -1,24 +1,32 @@
 """NYSE Daily TAQ quote and trade files (pipe-delimited, gzip or plain), into a market dataset.
 
 As NYSE's Daily TAQ client specification (version 3) lays them out: a header row of field names,
-one record per line, ``|`` between fields, and a last line ``END|<YYYYMMDD>|<records>``.
+one record per line, ``|`` between fields, and a last line ``END|<YYYYMMDD>|<records>``, padded
+with empty fields (``END|20161024|27052068|||||||||||||``).
 
 * quotes (``EQY_US_ALL_BBO_<YYYYMMDD>``, ``SPLITS_US_ALL_BBO_<X>_<YYYYMMDD>``): ``Time``,
   ``Exchange``, ``Symbol``, ``Bid_Price``, ``Bid_Size``, ``Offer_Price``, ``Offer_Size``, …,
-  ``Sequence_Number``, …; sizes in round lots of 100 shares.
-* trades (``EQY_US_ALL_TRADE_<YYYYMMDD>``): ``Time``, ``Exchange``, ``Symbol``, ``Sale_Condition``,
-  ``Trade_Volume``, ``Trade_Price``, …, ``Trade_Correction_Indicator``, ``Sequence_Number``, …;
-  volume in shares. A corrected or cancelled trade (correction indicator other than ``00``) is
-  not a trade of the day: left out and counted. TAQ does not say which side took liquidity:
-  the market import infers it (:mod:`.market`).
+  ``Sequence_Number``, …; sizes in round lots of 100 shares. A side with price 0 and size 0 has
+  no quote: such a one-sided quote is left out and counted (the dataset's quotes are two-sided,
+  SPEC §1.3; METHODOLOGY says what a venue's latest quote then is).
+* trades (``EQY_US_ALL_TRADE_<YYYYMMDD>``): ``Time``, ``Exchange``, ``Symbol``, ``Sale Condition``,
+  ``Trade Volume``, ``Trade Price``, …, ``Trade Correction Indicator``, ``Sequence Number``, …
+  (the TRADE header spells its names with spaces); volume in shares. A corrected or cancelled
+  trade (correction indicator other than ``00``) is not a trade of the day: left out and
+  counted. TAQ does not say which side took liquidity: the market import infers it
+  (:mod:`.market`).
 
-``Time`` is ``HHMMSS`` and nine digits of nanoseconds (six of microseconds before October 2016)
-of the trading day in New York time; the day is the file name's date, so a file must keep its
-published name (the date in it). Times become UTC with that day's offset. Field names are
-matched without case or underscores (``Bid_Price``, ``BidPrice``). Exchange codes become the
-venues' MICs (``N`` → ``XNYS``, ``Q``/``T`` → ``XNAS``, …; an unknown code stays as it is).
-``Sequence_Number`` counts a day's messages; ``seq`` and ``trade_id`` are the day's number
-since the epoch times 10^10 plus it, so they keep increasing across days.
+The trailer is the file's own integrity check: a file without one (cut short at a line
+boundary), with more than one or one before the last line, or whose date is not the name's or
+whose count is not the number of records is refused, naming both values. ``Time`` is ``HHMMSS``
+and nine digits of nanoseconds (six of microseconds before October 2016) of the trading day in
+New York time; the day is the file name's date, so a file must keep its published name (the
+date in it), and it must lie in 1970-01-01 … 2262-04-10 (the times every engine holds). Times
+become UTC with that day's offset; a time of 24:00 or later is a bad row saying so. Field names
+are matched without case, spaces or underscores (``Trade Price``, ``Bid_Price``, ``BidPrice``).
+Exchange codes become the venues' MICs (``N`` → ``XNYS``, ``Q``/``T`` → ``XNAS``, …; an unknown
+code stays as it is). ``Sequence_Number`` counts a day's messages; ``seq`` and ``trade_id`` are
+the day's number since the epoch times 10^10 plus it, so they keep increasing across days.
 """
 
 from __future__ import annotations

@@ -85,6 +85,9 @@ def test_published_suite_verifies(engine: str, tiny: Dataset, tmp_path: Path) ->
     if "SE" not in info.unsupported:
         se = by_id["SE"].figures
         assert se["engine_bytes"] > 0 and 0 < se["pct_of_csv"] < 1000
+        # the same split on every engine: data and index make the figure, the log is beside it
+        assert se["data_bytes"] > 0 and se["engine_bytes"] == se["data_bytes"] + se["index_bytes"]
+        assert se["log_bytes"] >= 0
 
 
 def test_unsupported_entries_name_real_benchmarks() -> None:

@@ -68,6 +68,10 @@ def test_market_suite_verifies(engine: str, market_tiny: Dataset, tmp_path: Path
     for bench, cap in (("M-W", MarketBulkLoad), ("M-SE", MarketStorage)):
         expected = "ok" if issubclass(cls, cap) else "not_applicable"
         assert by_id[bench].status == expected, f"{bench}: {by_id[bench].status} {by_id[bench].reason}"
+    if issubclass(cls, MarketStorage):  # M-SE's split, the same for every engine
+        se = by_id["M-SE"].figures
+        assert se["data_bytes"] > 0 and se["engine_bytes"] == se["data_bytes"] + se["index_bytes"]
+        assert se["log_bytes"] >= 0
     if issubclass(cls, MarketIngest):
         assert by_id[during].status == "ok", f"during ingest: {by_id[during].status} {by_id[during].reason}"
         assert by_id[during].verified is True and by_id[during].figures["after"]["queries"] == 3 * 2

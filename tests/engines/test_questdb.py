@@ -233,7 +233,8 @@ def test_load_restart_w_and_se(engine: Engine, tiny: Dataset, tiny_params: Query
 
     se = engine.storage_bytes()
     assert next(iter(se)) == "bytes_on_disk"  # the runner's primary figure
-    assert se["bytes_on_disk"] == se["partitions"] + se["table_files"]
+    assert se["bytes_on_disk"] == se["partitions"] + se["table_files"] == se["data_bytes"] + se["index_bytes"]
+    assert se["index_bytes"] > 0  # the sym index of every partition
     assert 0 < se["table_files"] < se["partitions"] / 10  # writers released: files trimmed
     assert engine.run_query("O-B2").num_rows == 3  # W left the query tables alone
 

@@ -113,7 +113,11 @@ def loads(view: SuiteView) -> Grid:
                     f"{fmt}: {f[fmt]['seconds']:.2f} s, own path {f[fmt].get('baseline_seconds', 0):.2f} s"
                     for fmt in ("csv", "parquet") if isinstance(f.get(fmt), dict))
             elif r.status == "ok":
-                detail = f"{r.figures.get('engine_bytes', 0):,} bytes ({r.figures.get('measured', '')})"
+                f = r.figures
+                detail = f"{f.get('engine_bytes', 0):,} bytes ({f.get('measured', '')})"
+                if f.get("data_bytes") is not None:  # the split, on records since it was made
+                    detail += (f": data {f['data_bytes']:,}, index {f.get('index_bytes', 0):,}; "
+                               f"log {f.get('log_bytes', 0):,} beside it")
             g.add(e, bench, Item(cell_text(r), _style(r), r.reason if r.status != "ok" else ""), detail)
     return g
 

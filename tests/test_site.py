@@ -221,3 +221,23 @@ def test_site_refuses_a_bad_file_and_an_out_that_is_a_file(tmp_path: Path) -> No
     res = CliRunner().invoke(app, ["site", str(PAPER), "--out", str(taken)])
     assert res.exit_code == 2 and "not a directory" in res.output
     assert taken.read_text() == "mine"
+
+
+def test_hostile_names_and_conditions_stay_text(browser: Browser, tmp_path: Path) -> None:
+    ref = read_results(PAPER)
+    name = '</script><img src=x onerror="document.body.dataset.pwned=1">'
+    recs = [r for r in ref.records if r.engine == "duckdb" and r.benchmark in ("O-T", "T-V1")]
+    evil = [r.model_copy(update={"engine": name}) for r in recs]
+    bad = ref.model_copy(update={"run_id": "evil", "records": evil})
+    (tmp_path / "in").mkdir()
+    bad.write(tmp_path / "in" / "results.json")
+    (tmp_path / "in" / "conditions.txt").write_text("<b>bold</b> & more")
+    out = tmp_path / "site"
+    res = CliRunner().invoke(app, ["site", str(tmp_path / "in" / "results.json"), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    browser.errors.clear()
+    browser.open((out / "index.html").as_uri())
+    assert browser.js("document.body.dataset.pwned") is None
+    assert name in browser.js("document.getElementById('views').textContent")
+    assert "<b>bold</b> & more" in browser.js("document.querySelector('.runs').textContent")
+    assert not browser.errors

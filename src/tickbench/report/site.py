@@ -21,6 +21,7 @@ the text of ``conditions.txt`` beside its results file, when there is one.
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -40,6 +41,7 @@ from tickbench.report.cells import (
 )
 from tickbench.report.cells import cell_text as generic_text
 from tickbench.report.html import STYLE as REPORT_STYLE
+from tickbench.report.html import finite
 from tickbench.report.plans import clip
 from tickbench.report.sections import ReportSuite, find
 from tickbench.report.summary import in_memory
@@ -75,7 +77,8 @@ def figure(suite: ReportSuite | None, rec: Record) -> tuple[float, str] | None:
         return None
     for m in suite.measures(rec) if suite is not None else timing_measures(rec):
         if m.samples:
-            return float(statistics.median(m.samples)), m.unit
+            value = float(statistics.median(m.samples))
+            return (value, m.unit) if math.isfinite(value) else None
     return None
 
 
@@ -120,7 +123,8 @@ def _cell(run: int, src: Source, suite: ReportSuite | None, rec: Record, mem: se
         "reason": rec.reason, "notes": rec.notes,
         "text": text, "figure": figure_text,
         "value": fig[0] if fig else None, "unit": fig[1] if fig else "",
-        "median_ms": rec.stats.median_ms if rec.status == "ok" and rec.stats else None,
+        "median_ms": rec.stats.median_ms if rec.status == "ok" and rec.stats and math.isfinite(rec.stats.median_ms)
+        else None,
         "server_ms": server, "harness_ms": harness, "transport_bound": transport_bound(rec),
         "samples_ms": [s / 1e6 for s in rec.samples_ns], "server_samples_ms": [s / 1e6 for s in rec.server_samples_ns],
         "query": rec.query.text if rec.query else "", "query_file": rec.query.file if rec.query else "",
@@ -209,7 +213,8 @@ def _write(path: Path, text: str) -> None:
 def write(data: dict[str, Any], out: Path) -> Path:
     """The site in ``out`` (created if need be): its three files; the path of ``index.html``."""
     out.mkdir(parents=True, exist_ok=True)
-    payload = json.dumps(data, allow_nan=False, separators=(",", ":")).replace("</", "<\\/")
+    # NaN and infinities (a hostile file's) become null: JSON has neither
+    payload = json.dumps(finite(data), allow_nan=False, separators=(",", ":")).replace("</", "<\\/")
     _write(out / "data.js", f"window.TICKBENCH_SITE = {payload};\n")
     _write(out / "plotly.min.js", _plotly_js())
     page = out / "index.html"

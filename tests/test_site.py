@@ -117,6 +117,9 @@ def test_filter_by_engine_hides_the_others_and_stays_in_the_url(browser: Browser
     assert "engines=" in fragment and "chdb" not in fragment.split("engines=")[1].split("&")[0]
     open_site(browser, site_dir, fragment.lstrip("#"))  # the shared address shows the same view
     assert {c["key"].split("|")[3] for c in cells(browser)} == after
+    # the scale filter: at 0.5 only the scaling runs' cells are left
+    open_site(browser, site_dir, "suite=scaling&scale=0.5")
+    assert {c["key"].split("|")[0] for c in cells(browser)} == {"scaling"}
 
 
 def test_click_shows_query_plan_repetitions_and_server_time(browser: Browser, site_dir: Path) -> None:

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import TINY_SEED
-from tests.synthetic import many_engines, real_run
+from tests.synthetic import many_engines
 from tickbench.cli import app
 from tickbench.report import html, markdown
 from tickbench.report.summary import merge
@@ -35,8 +34,8 @@ SUITES = suites().values()
 
 
 @pytest.fixture(scope="module")
-def real(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Results:
-    return real_run(tiny_dir, tmp_path_factory.mktemp("report-run") / "out", TINY_SEED, repetitions=2)
+def real(tiny_run: Results) -> Results:
+    return tiny_run.model_copy(deep=True)
 
 
 def render_in_chromium(page: Path, profile: Path) -> tuple[str, str]:

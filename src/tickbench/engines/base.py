@@ -107,6 +107,10 @@ class EngineInfo:
     publishing: str = ""
     #: Query files in another language the engine also runs (InfluxDB: Flux beside InfluxQL).
     other_extensions: tuple[str, ...] = ()
+    #: Where W's (and M-W's) clock stops on this engine, and what the engine still does after it
+    #: (SPEC: committed durably and queryable; background compaction after that is outside W for
+    #: every engine, a conversion the engine's experts make part of loading is inside it).
+    w_clock: str = ""
 
     @classmethod
     def read(cls, folder: Path) -> EngineInfo:
@@ -125,6 +129,7 @@ class EngineInfo:
             plan_word=raw.get("plan_word", ""),
             publishing=raw.get("publishing", ""),
             other_extensions=tuple(raw.get("other_extensions", ())),
+            w_clock=raw.get("w_clock", ""),
         )
 
     def query_file(self, qid: str) -> Path:

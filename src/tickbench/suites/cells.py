@@ -50,6 +50,8 @@ class LoadStorageFigures(BaseModel):
     model_config = ConfigDict(extra="allow")
     csv: WLoadFigures | None = None
     parquet: WLoadFigures | None = None
+    #: Where the engine's W clock stopped, and what it does after (its ``engine.toml``'s ``w_clock``).
+    clock_stops: str | None = None
     bytes: dict[str, int] | None = None
     measured: str | None = None
     engine_bytes: int | None = None
@@ -223,6 +225,7 @@ class Cells:
             mine["ratio_to_baseline"] = mine["seconds"] / base_s
             figures[fmt] = mine
         csv = figures["csv"]
+        figures["clock_stops"] = self.info.w_clock  # the engine's own statement (engine.toml)
         return self.ctx.make(self.w_id, "ok", verified=True, samples_ns=[round(csv["seconds"] * 1e9)],
                              figures=figures)
 

@@ -113,7 +113,7 @@ def test_market_suite_runs_cold_on_every_embedded_engine(market_tiny: Dataset, t
     out = tmp_path / "run"
     opts = suite_options(users=(), ui_users=0, ingest_rates=())
     run(run_config(engines=engines, data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
-                   protocol=Protocol(repetitions=1, timeout_s=120, cold=True)))
+                   protocol=Protocol(repetitions=1, load_repetitions=1, timeout_s=120, cold=True)))
     results = read_results(out / "results.json")
     for engine in engines:
         info = engine_infos()[engine]

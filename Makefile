@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv run run-paper run-market test test-fast lint bench-generator bench-market-generator bench-ingest install-servers screenshot clean
+.PHONY: venv run run-paper run-market test test-fast lint bench-generator bench-market-generator bench-ingest install-servers screenshot site site-screenshot clean
 
 # tickbench, then every engine's client (each engine folder's engine.toml names its own)
 $(STAMP): pyproject.toml $(wildcard src/tickbench/engines/*/engine.toml)
@@ -101,6 +101,18 @@ screenshot: venv
 	  --virtual-time-budget=30000 --screenshot=$(CURDIR)/docs/report.png "file://$(abspath $(SHOT_REPORT))" \
 	  2>/dev/null; status=$$?; rm -rf $$prof; exit $$status
 	@echo "docs/report.png"
+
+## site: the results site of the reference runs kept under docs/results/ (each with the conditions.txt
+## beside it): results/site/index.html, its data.js and plotly.min.js; open index.html from disk, or
+## copy the folder to any static host. SITE_RESULTS picks other results files.
+SITE_RESULTS ?= $(sort $(wildcard docs/results/*/*.json))
+SITE_OUT ?= results/site
+site: venv
+	$(BIN)/tickbench site $(SITE_RESULTS) --out $(SITE_OUT)
+
+## site-screenshot: docs/site.png, the site in headless Chromium, driven as tests/test_site.py drives it
+site-screenshot: site
+	$(BIN)/python -m tests.browser $(SITE_OUT)/index.html docs/site.png --hash "suite=published" --size 1400x1000
 
 ## beyond: the suites beyond the paper on the embedded engines at a small matrix (minutes);
 ## the full matrices are in README.md, "Suites beyond the paper"

@@ -14,6 +14,7 @@ import pytest
 from tickbench.data.dataset import Dataset, generate
 from tickbench.market_params import MarketParams, market_params
 from tickbench.params import QueryParams, query_params
+from tickbench.results import Results
 
 TINY_SCALE = 0.01
 TINY_SEED = 7
@@ -56,6 +57,15 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("tiny") / "data"
     generate(out, TINY_SCALE, TINY_SEED, jobs=2)
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Results:
+    """A real duckdb run of the published suite on the tiny dataset (2 repetitions), made once per
+    session for the report, headline and site tests (each takes its own copy)."""
+    from tests.synthetic import real_run
+
+    return real_run(tiny_dir, tmp_path_factory.mktemp("tiny-run") / "out", TINY_SEED, repetitions=2)
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from tickbench.results import read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.session import run
 from tickbench.suites import market
+from tickbench.suites.cells import missing
 from tickbench.suites.market import QUERY_IDS as MARKET_IDS
 from tickbench.suites.published import BY_ID, QUERIES, QUERY_IDS
 from tickbench.suites.registry import run_config, suites
@@ -77,6 +78,7 @@ def test_published_suite_verifies(engine: str, tiny: Dataset, tmp_path: Path) ->
             assert rec.status == "ok", f"{bench}: {rec.status} {rec.reason}"
     if "W" not in info.unsupported:
         w = by_id["W"].figures
+        assert w["clock_stops"] == info.w_clock  # the engine's statement of where W's clock stopped
         rows = sum(v["rows"] for v in tiny.manifest.csv.values())
         for fmt in ("csv", "parquet"):
             assert w[fmt]["rows"] == rows and w[fmt]["seconds"] > 0 and w[fmt]["baseline_seconds"] > 0
@@ -85,6 +87,17 @@ def test_published_suite_verifies(engine: str, tiny: Dataset, tmp_path: Path) ->
     if "SE" not in info.unsupported:
         se = by_id["SE"].figures
         assert se["engine_bytes"] > 0 and 0 < se["pct_of_csv"] < 1000
+        # the same split on every engine: data and index make the figure, the log is beside it
+        assert se["data_bytes"] > 0 and se["engine_bytes"] == se["data_bytes"] + se["index_bytes"]
+        assert se["log_bytes"] >= 0
+
+
+def test_every_engine_with_w_states_where_its_clock_stops() -> None:
+    """SPEC §2.1: W stops at committed and queryable for every engine; each says what that is on
+    it and what it still does after (engine.toml's w_clock, in the README's generated table)."""
+    for name, info in engine_infos().items():
+        if missing(adapter_class(name), info, "W") is None:
+            assert len(info.w_clock) > 40 and "after" in info.w_clock, f"{name}: w_clock {info.w_clock!r}"
 
 
 def test_unsupported_entries_name_real_benchmarks() -> None:

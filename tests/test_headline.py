@@ -4,12 +4,10 @@ went, and the paper beside it by rank order and ratio (never by value)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import TINY_SEED
-from tests.synthetic import many_engines, real_run, report_markdown, scaled
+from tests.synthetic import many_engines, report_markdown, scaled
 from tickbench.docs import replace_block
 from tickbench.report import html
 from tickbench.report.cells import transport_bound
@@ -20,8 +18,8 @@ from tickbench.suites.registry import suites
 
 
 @pytest.fixture(scope="module")
-def real(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Results:
-    return real_run(tiny_dir, tmp_path_factory.mktemp("headline-run") / "out", TINY_SEED, repetitions=2)
+def real(tiny_run: Results) -> Results:
+    return tiny_run.model_copy(deep=True)
 
 
 def test_the_runner_records_where_each_engine_time_went(real: Results) -> None:
@@ -91,7 +89,7 @@ def test_engine_readme_plans_come_from_the_run_records(real: Results) -> None:
     assert rec.plan.strip().splitlines()[0] in text
     assert plans.render(real, "duckdb", ["no-such-query"], "x") is None  # the README block stays
     long = "\n".join(f"line {i}" for i in range(plans.MAX_LINES + 7))
-    assert plans._clip(long).endswith("(7 more lines in results.json)")
+    assert plans.clip(long).endswith("(7 more lines in results.json)")
 
 
 def test_every_engine_with_plans_has_the_readme_block() -> None:

@@ -68,6 +68,10 @@ def test_market_suite_verifies(engine: str, market_tiny: Dataset, tmp_path: Path
     for bench, cap in (("M-W", MarketBulkLoad), ("M-SE", MarketStorage)):
         expected = "ok" if issubclass(cls, cap) else "not_applicable"
         assert by_id[bench].status == expected, f"{bench}: {by_id[bench].status} {by_id[bench].reason}"
+    if issubclass(cls, MarketStorage):  # M-SE's split, the same for every engine
+        se = by_id["M-SE"].figures
+        assert se["data_bytes"] > 0 and se["engine_bytes"] == se["data_bytes"] + se["index_bytes"]
+        assert se["log_bytes"] >= 0
     if issubclass(cls, MarketIngest):
         assert by_id[during].status == "ok", f"during ingest: {by_id[during].status} {by_id[during].reason}"
         assert by_id[during].verified is True and by_id[during].figures["after"]["queries"] == 3 * 2
@@ -86,3 +90,38 @@ def test_the_market_suite_refuses_the_paper_dataset(tiny: Dataset, tmp_path: Pat
     with pytest.raises(RunError, match="--suite market runs on the market dataset"):
         run(run_config(engines=["duckdb"], data=tiny.root, out=tmp_path / "r", seed=7, suite="market"))
     assert not (tmp_path / "r" / "results.json").exists()
+
+
+def _embedded_market_engines() -> list[str]:
+    out = []
+    for name in engine_infos():
+        try:
+            cls = adapter_class(name)
+        except ImportError:
+            continue  # its client is not installed: test_engines says so
+        if issubclass(cls, Market) and not issubclass(cls, Server) and availability(name).available:
+            out.append(name)
+    return out
+
+
+@pytest.mark.slow
+def test_market_suite_runs_cold_on_every_embedded_engine(market_tiny: Dataset, tmp_path: Path) -> None:
+    """``--cold`` on the market suite: each query's timed repetition after the engine was
+    restarted (and, for an in-memory engine, reloaded), every answer still verified."""
+    engines = _embedded_market_engines()
+    assert {"duckdb", "polars"} <= set(engines), engines  # installed with tickbench itself
+    out = tmp_path / "run"
+    opts = suite_options(users=(), ui_users=0, ingest_rates=())
+    run(run_config(engines=engines, data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
+                   protocol=Protocol(repetitions=1, load_repetitions=1, timeout_s=120, cold=True)))
+    results = read_results(out / "results.json")
+    for engine in engines:
+        info = engine_infos()[engine]
+        for qid in QUERY_IDS:
+            rec = next(r for r in results.records if r.engine == engine and r.benchmark == qid)
+            if qid in info.unsupported:
+                assert rec.status == "unsupported"
+                continue
+            assert rec.status == "ok" and rec.verified is True, f"{engine} {qid}: {rec.status} {rec.reason}"
+            assert rec.mode == "cold" and rec.cold_note, f"{engine} {qid}: {rec.mode} {rec.cold_note!r}"
+            assert ("reloaded" in rec.cold_note) == (not adapter_class(engine).persistent), rec.cold_note

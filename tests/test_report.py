@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import TINY_SEED
-from tests.synthetic import many_engines, real_run
+from tests.synthetic import many_engines
 from tickbench.cli import app
 from tickbench.report import html, markdown
 from tickbench.report.summary import merge
@@ -35,8 +34,8 @@ SUITES = suites().values()
 
 
 @pytest.fixture(scope="module")
-def real(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Results:
-    return real_run(tiny_dir, tmp_path_factory.mktemp("report-run") / "out", TINY_SEED, repetitions=2)
+def real(tiny_run: Results) -> Results:
+    return tiny_run.model_copy(deep=True)
 
 
 def render_in_chromium(page: Path, profile: Path) -> tuple[str, str]:
@@ -174,3 +173,22 @@ def test_several_runs_side_by_side(real: Results, tmp_path: Path) -> None:
     assert f"duckdb@{real.run_id}" in page and "duckdb@second" in page
     assert "duckdb@second" in (tmp_path / "both" / "report.md").read_text()
     assert read_results(a).run_id == real.run_id
+
+
+def test_the_market_section_keeps_the_in_memory_reference_apart_and_unavailable_engines_out(
+        tmp_path: Path) -> None:
+    """The market reference run (kdb+ unavailable, Polars in memory): Polars' column comes last,
+    labelled the in-memory reference, and kdb+ is a line under the table, not a column."""
+    kept = Path(__file__).parent.parent / "docs" / "results" / "market-2026-11-26" / "market-sf1.json"
+    results = read_results(kept)
+    assert "kdb" in results.unavailable() and "polars" in results.engines()
+    md = markdown.render(results, SUITES)
+    market = md.split("## The market suite")[1]
+    header = next(line for line in market.splitlines() if line.startswith("| query |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    assert columns[-1] == "polars (in-memory reference)", columns
+    assert "kdb" not in columns and "Not available here: kdb" in market
+    assert "polars: the in-memory reference, shown apart and never ranked" in market
+    page = html.render(results, SUITES)
+    head = page.split("<table id='table-market'>")[1].split("</tr>")[0]
+    assert head.endswith("<th>polars (in-memory reference)</th>") and "<th>kdb</th>" not in head, head

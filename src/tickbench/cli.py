@@ -26,7 +26,7 @@ from tickbench.data.dataset import MARKET, PAPER, DatasetError, check_dataset, c
 from tickbench.data.market_calendar import DEFAULT_UNIVERSE
 from tickbench.engines.base import Engine, EngineUnavailable, kind_of
 from tickbench.engines.registry import adapter_class, availability, engine_infos
-from tickbench.report import compare, html, markdown
+from tickbench.report import compare, html, markdown, site
 from tickbench.report.summary import merge
 from tickbench.report.terminal import print_summary
 from tickbench.results import Results, ResultsError
@@ -349,6 +349,31 @@ def report_cmd(
     write_reports(runs, target)
     print_summary(merge(runs).results, all_suites().values(), console)
     console.print(f"report: {target / 'report.html'}, {target / 'report.md'}")
+
+
+@app.command("site")
+def site_cmd(
+    results_files: Annotated[list[Path], typer.Argument(help="results.json files: the reference runs, each shown "
+                                                         "with the conditions.txt beside it when there is one")],
+    out: Annotated[Path, typer.Option(help="directory for index.html, data.js and plotly.min.js (nothing else "
+                                           "in it is touched)")] = Path("results/site"),
+) -> None:
+    """A static results site of saved runs: one index.html and its data; open it from disk or any static host."""
+    if out.exists() and not out.is_dir():
+        raise fail(f"--out {out}: not a directory; choose a directory for the site")
+    try:
+        sources = [site.Source(read_results(f), f"{f.parent.name}/{f.name}", site.conditions_of(f))
+                   for f in results_files]
+    except ResultsError as exc:
+        raise fail(str(exc)) from None
+    except OSError as exc:
+        raise fail(f"{exc.filename}: {exc.strerror}; check the file") from None
+    try:
+        page = site.write(site.build(sources, all_suites().values()), out)
+    except OSError as exc:
+        raise fail(f"--out {out}: cannot write the site ({exc.strerror}); "
+                   "free space or choose another directory") from None
+    console.print(f"site: {page} ({len(sources)} results file(s))")
 
 
 @app.command("compare")

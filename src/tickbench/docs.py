@@ -50,6 +50,12 @@ def support_matrix() -> str:
             cells = [suite.support(adapter_class(n), infos[n]) for n in names]
             lines.append(f"| *{suite.name}* | " + " | ".join(cells) + " |")
     lines.append("")
+    lines.append("| engine | W's and M-W's clock stops when |")
+    lines.append("|---|---|")
+    for n, info in infos.items():
+        if missing(adapter_class(n), info, "W") is None:
+            lines.append(f"| {n} | {info.w_clock or '(not stated)'} |")
+    lines.append("")
     lines.append("| engine | kind | capabilities | query language | install |")
     lines.append("|---|---|---|---|---|")
     for n, info in infos.items():

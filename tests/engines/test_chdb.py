@@ -81,6 +81,7 @@ def test_store_memory_w_and_se(tiny: Dataset, tiny_params: QueryParams, tmp_path
         se = engine.storage_bytes()
         assert next(iter(se)) == "parts_bytes_on_disk"  # the runner's primary figure
         assert se["parts_bytes_on_disk"] > 0 and se["merges_running"] == 0
+        assert se["data_bytes"] + se["index_bytes"] == se["parts_bytes_on_disk"] and se["index_bytes"] > 0  # marks
         assert se["active_parts"] == 2 * len(tiny_params.days("month"))  # one per day and table
         assert engine.run_query("O-B2").num_rows == 3  # the W stores left the query store alone
     finally:

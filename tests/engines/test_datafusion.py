@@ -165,7 +165,8 @@ def test_se_counts_the_month_files(loaded, tiny_params: QueryParams) -> None:  #
     month = set(tiny_params.days("month"))
     files = [f for f in store.rglob("*.parquet") if f.parent.name.removeprefix("day=") in month]
     assert len(files) == 3 * len(month)  # trades, book and venues
-    assert engine.storage_bytes() == {"parquet_files": sum(f.stat().st_size for f in files)}
+    total = sum(f.stat().st_size for f in files)
+    assert engine.storage_bytes() == {"parquet_files": total, "data_bytes": total, "index_bytes": 0, "log_bytes": 0}
     # the multi-exchange day lies outside the month here: loaded, but not counted
     assert tiny_params.multi_day not in month and (store / "book" / f"day={tiny_params.multi_day}").is_dir()
 

@@ -143,6 +143,7 @@ def test_loaded_month_is_compressed_hypertables(server_tmp: Path, tiny: Dataset,
                              "USING (chunk_schema, chunk_name) WHERE c.range_start = %s",
                              [dt.datetime.fromisoformat(tiny_params.multi_day).replace(tzinfo=dt.UTC)]).fetchone()[0]
         assert 0 < se["chunks_total_size"] == se["book_total"] + se["trades_total"]
+        assert se["data_bytes"] + se["index_bytes"] == se["chunks_total_size"] and se["log_bytes"] > 0
         assert whole - multi - se["chunks_total_size"] < 100_000  # the hypertables' own (empty) tables
         assert 0 < se["compressed_bytes"] < se["uncompressed_bytes"]
     finally:
@@ -163,7 +164,7 @@ def test_plain_postgres_runs_without_the_extension(server_tmp: Path, tiny: Datas
         # No chunks: every inheritance is a day's partition of a partitioned table or index.
         assert conn.execute("SELECT count(*) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhparent "
                             "WHERE c.relkind NOT IN ('p', 'I')").fetchone()[0] == 0
-        assert {"total_relation_size", "heap_and_toast", "indexes"} <= set(e.storage_bytes())
+        assert {"total_relation_size", "data_bytes", "index_bytes", "log_bytes"} <= set(e.storage_bytes())
     finally:
         e.stop()
 

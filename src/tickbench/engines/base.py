@@ -107,6 +107,10 @@ class EngineInfo:
     publishing: str = ""
     #: Query files in another language the engine also runs (InfluxDB: Flux beside InfluxQL).
     other_extensions: tuple[str, ...] = ()
+    #: Where W's (and M-W's) clock stops on this engine, and what the engine still does after it
+    #: (SPEC: committed durably and queryable; background compaction after that is outside W for
+    #: every engine, a conversion the engine's experts make part of loading is inside it).
+    w_clock: str = ""
 
     @classmethod
     def read(cls, folder: Path) -> EngineInfo:
@@ -125,6 +129,7 @@ class EngineInfo:
             plan_word=raw.get("plan_word", ""),
             publishing=raw.get("publishing", ""),
             other_extensions=tuple(raw.get("other_extensions", ())),
+            w_clock=raw.get("w_clock", ""),
         )
 
     def query_file(self, qid: str) -> Path:
@@ -475,6 +480,24 @@ class BulkLoad(ABC):
         """The engine's own simplest bulk path on the same files, for comparison with W."""
 
 
+#: The split every SE and M-SE measurement carries beside its total (:func:`storage_figures`).
+STORAGE_SPLIT = ("data_bytes", "index_bytes", "log_bytes")
+
+
+def storage_figures(total_key: str, data: int, index: int, log: int, **detail: int) -> dict[str, int]:
+    """A storage measurement as SE and M-SE record it, the same for every engine: first
+    ``total_key``, the SE figure, which is ``data`` + ``index``, what the store keeps to answer
+    queries; then the split (:data:`STORAGE_SPLIT`): ``data`` the tables' own files (columns,
+    rows, parts, partitions, their metadata and symbol dictionaries), ``index`` the structures
+    built beside them for lookups (B-tree indexes, symbol indexes, primary-key marks, series
+    indexes), ``log`` the write-ahead log on disk when measured (0 where the engine keeps none;
+    not in the total); then the engine's own detail."""
+    for name, value in (("data", data), ("index", index), ("log", log)):
+        if value < 0:
+            raise ValueError(f"storage: {name} bytes {value} < 0")
+    return {total_key: data + index, "data_bytes": data, "index_bytes": index, "log_bytes": log, **detail}
+
+
 class Storage(ABC):
     """Capability: SE, the bytes on disk of the loaded period (SPEC §2.1)."""
 
@@ -487,8 +510,9 @@ class Storage(ABC):
 
     @abstractmethod
     def storage_bytes(self) -> dict[str, int]:
-        """Bytes the engine uses on disk for the loaded 30-day period, after it has settled,
-        keyed by what was measured (e.g. ``{"database_file": n}``; the first is SE's figure)."""
+        """Bytes the engine uses on disk for the loaded 30-day period, after it has settled, as
+        :func:`storage_figures` makes them: the total first (SE's figure), then data, index
+        and log bytes, then the engine's own detail."""
 
 
 class SharedReaders(ABC):
@@ -555,8 +579,8 @@ class MarketStorage(ABC):
 
     @abstractmethod
     def market_storage_bytes(self) -> dict[str, int]:
-        """Bytes the engine uses on disk for the loaded 20 days, once settled, keyed by what was
-        measured (the first is M-SE's figure)."""
+        """Bytes the engine uses on disk for the loaded 20 days, once settled, as
+        :func:`storage_figures` makes them (the total first: M-SE's figure)."""
 
 
 class MarketReader(ABC):

@@ -134,14 +134,14 @@ seed {ds.seed}, +{ds.symbols} symbols, generator {escape(ds.generator_version)}<
     return "".join(out)
 
 
-def _finite(obj: Any) -> Any:
+def finite(obj: Any) -> Any:
     """``obj`` with NaN and infinities replaced by ``None`` (JSON has neither; plotly skips nulls)."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: finite(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
+        return [finite(v) for v in obj]
     return obj
 
 
@@ -162,7 +162,7 @@ def render(results: Results | Sequence[Results], suites: Iterable[ReportSuite]) 
     order = [*(x for p in own for x in p.results), *sections.group_html(grouped),
              *(x for p in own for x in p.reference), *environment, *(x for p in own for x in p.appendix)]
     body = _header(page, order) + "".join(x.html for x in order)
-    charts = json.dumps(_finite(page.charts), allow_nan=False).replace("</", "<\\/")
+    charts = json.dumps(finite(page.charts), allow_nan=False).replace("</", "<\\/")
     title = f"tickbench results · {merged.results.run_id}"
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">

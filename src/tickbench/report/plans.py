@@ -17,7 +17,7 @@ END = "<!-- plans:end -->"
 MAX_LINES = 80
 
 
-def _clip(plan: str) -> str:
+def clip(plan: str) -> str:
     lines = plan.rstrip().splitlines()
     if len(lines) <= MAX_LINES:
         return "\n".join(lines)
@@ -40,7 +40,7 @@ def render(results: Results, engine: str, queries: list[str], command: str) -> s
             what = f"{rec.suite} suite, ✔{trend}"
         else:
             continue
-        parts += ["", f"**{qid}** ({what}):", "", "```text", _clip(rec.plan), "```"]
+        parts += ["", f"**{qid}** ({what}):", "", "```text", clip(rec.plan), "```"]
     if not parts:
         return None
     head = (f"Plans at scale {ds.scale:g} (seed {ds.seed}, content hash `{ds.content_hash}`), from run "

@@ -8,6 +8,15 @@ from dataclasses import dataclass, field
 
 from tickbench.results import Record, Results
 
+#: The kind of an engine that holds the columns the queries read in RAM (Polars): a lower bound,
+#: shown apart and never ranked among the fastest.
+IN_MEMORY = "in-memory"
+
+
+def in_memory(results: Results, engine: str) -> bool:
+    """Whether ``engine`` ran as an in-memory engine (its kind, as the run recorded it)."""
+    return results.environment.engines.get(engine, {}).get("kind") == IN_MEMORY
+
 
 @dataclass
 class Merged:

@@ -19,7 +19,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import verify
-from tickbench.engines.base import BulkLoad, EngineInfo, MarketBulkLoad, MarketStorage, Storage
+from tickbench.engines.base import STORAGE_SPLIT, BulkLoad, EngineInfo, MarketBulkLoad, MarketStorage, Storage
 from tickbench.results import Memory, QueryText, Record, Stats
 from tickbench.run.cell import CellContext, Worker
 from tickbench.run.environment import drop_page_cache
@@ -50,6 +50,8 @@ class LoadStorageFigures(BaseModel):
     model_config = ConfigDict(extra="allow")
     csv: WLoadFigures | None = None
     parquet: WLoadFigures | None = None
+    #: Where the engine's W clock stopped, and what it does after (its ``engine.toml``'s ``w_clock``).
+    clock_stops: str | None = None
     bytes: dict[str, int] | None = None
     measured: str | None = None
     engine_bytes: int | None = None
@@ -58,6 +60,9 @@ class LoadStorageFigures(BaseModel):
     rows: int | None = None
     pct_of_csv: float | None = None
     pct_of_parquet: float | None = None
+    data_bytes: int | None = None
+    index_bytes: int | None = None
+    log_bytes: int | None = None
     #: A query cell's harness share: its median client time less the median of the engine's own
     #: times (ms), where the engine reports its own (report.cells.transport_bound judges it).
     harness_ms: float | None = None
@@ -220,6 +225,7 @@ class Cells:
             mine["ratio_to_baseline"] = mine["seconds"] / base_s
             figures[fmt] = mine
         csv = figures["csv"]
+        figures["clock_stops"] = self.info.w_clock  # the engine's own statement (engine.toml)
         return self.ctx.make(self.w_id, "ok", verified=True, samples_ns=[round(csv["seconds"] * 1e9)],
                              figures=figures)
 
@@ -231,10 +237,15 @@ class Cells:
     def _se(self) -> Record:
         measured: dict[str, int] = self.worker.call(self.protocol.load_timeout_s, op=self.storage_op)["bytes"]
         primary_key = next(iter(measured))
+        missing_split = [k for k in STORAGE_SPLIT if k not in measured]
+        if missing_split:  # every engine's SE says the same things (engines.base.storage_figures)
+            return self.ctx.make(self.se_id, "error", f"the engine's measurement lacks {', '.join(missing_split)}",
+                                 figures={"bytes": measured})
         sizes = self.ctx.ds.sizes(self.period)
         primary = measured[primary_key]
         figures = {
             "bytes": measured, "measured": primary_key, "engine_bytes": primary,
+            **{k: measured[k] for k in STORAGE_SPLIT},
             "csv_bytes": sizes["csv_bytes"], "parquet_bytes": sizes["parquet_bytes"],
             "rows": sizes["rows"],
             "pct_of_csv": 100.0 * primary / sizes["csv_bytes"] if sizes["csv_bytes"] else None,

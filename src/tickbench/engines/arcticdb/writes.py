@@ -13,6 +13,7 @@ import polars as pl
 from arcticdb.version_store.library import Library
 
 from tickbench.engines.arcticdb.layout import VENUES
+from tickbench.engines.base import storage_figures
 
 OPTIONS = adb.LibraryOptions(rows_per_segment=100_000, columns_per_segment=127)
 # Rows per write/append: whole segments, so appends never leave a part-filled segment behind.
@@ -83,7 +84,8 @@ def stored_rows(lib: Library, symbols: list[str]) -> int:
 
 
 def lmdb_bytes(root: Path) -> dict[str, int]:
-    """Apparent and allocated bytes of every file under an LMDB root."""
+    """Apparent and allocated bytes of every file under an LMDB root. All of it is data: ArcticDB
+    keeps its index segments among its data keys, and LMDB writes copy-on-write pages, no log."""
     files = [p for p in root.rglob("*") if p.is_file()]
-    return {"lmdb_dir": sum(p.stat().st_size for p in files),
-            "lmdb_dir_allocated": sum(p.stat().st_blocks * 512 for p in files)}
+    return storage_figures("lmdb_dir", sum(p.stat().st_size for p in files), 0, 0,
+                           lmdb_dir_allocated=sum(p.stat().st_blocks * 512 for p in files))

@@ -33,6 +33,7 @@ from tickbench.engines.base import (
     LoadFigures,
     Storage,
     StreamTarget,
+    storage_figures,
 )
 from tickbench.engines.chdb.ingest import INGEST_DB, INGEST_INSERT, ArrowStreamTarget, Writer
 from tickbench.engines.chdb.market import ChdbMarket
@@ -325,9 +326,11 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ChdbMarket):
         """SE: bytes on disk of the active parts of the 30-day period's daily partitions of the
         query store, as the load left them (one merged part per partition and table)."""
         month = {"db": DB, "partitions": [d.replace("-", "") for d in self.params.days("month")]}
-        disk, parts = self._scalars(PARTS, month)
+        disk, parts, index = self._scalars(PARTS, month)
         merging = self._scalars(MERGES, {"db": DB})[0]
-        return {"parts_bytes_on_disk": disk, "active_parts": parts, "merges_running": merging}
+        # MergeTree writes parts straight to disk: no write-ahead log to count.
+        return storage_figures("parts_bytes_on_disk", disk - index, index, 0, active_parts=parts,
+                               merges_running=merging)
 
     def settings(self) -> dict[str, Any]:
         rows = self._sql(SETTINGS, fmt="ArrowTable").to_pylist()

@@ -25,6 +25,7 @@ from tickbench.engines.base import (
     MarketReader,
     MarketStorage,
     StreamTarget,
+    storage_figures,
 )
 from tickbench.engines.chdb import statements as ch
 from tickbench.engines.chdb.ingest import ArrowStreamTarget
@@ -53,7 +54,7 @@ INGEST_INSERT = {t: f"INSERT INTO {INGEST_DB}.{t} SETTINGS async_insert = 0, wai
 INGEST_COUNT = ("SELECT count() FROM {db:Identifier}.{table:Identifier} "
                 "WHERE ts <= fromUnixTimestamp64Nano({upto:Int64}, 'UTC')")
 MARKET_PARTS = (
-    "SELECT sum(bytes_on_disk), count(), sum(rows) FROM system.parts "
+    f"SELECT sum(bytes_on_disk), count(), sum(rows), {ch.PART_INDEX_BYTES} FROM system.parts "
     "WHERE active AND database = {db:String} AND table IN {tables:Array(String)}"
 )
 
@@ -182,11 +183,12 @@ class ChdbMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
     def market_storage_bytes(self) -> dict[str, int]:
         """M-SE: bytes on disk of the active parts of the market tables (the 20 days' daily
         partitions of quotes and trades, and the instruments' one part), as the load left them."""
-        disk, parts, _ = self._scalars(MARKET_PARTS, {"db": ch.DB, "tables": list(MARKET_TABLES)})
-        days, day_parts, _ = self._scalars(MARKET_PARTS, {"db": ch.DB, "tables": list(DAY_TABLES)})
+        disk, parts, _, index = self._scalars(MARKET_PARTS, {"db": ch.DB, "tables": list(MARKET_TABLES)})
+        days, day_parts, _, _ = self._scalars(MARKET_PARTS, {"db": ch.DB, "tables": list(DAY_TABLES)})
         merging = self._scalars(ch.MERGES, {"db": ch.DB})[0]
-        return {"parts_bytes_on_disk": disk, "quotes_trades_bytes_on_disk": days, "active_parts": parts,
-                "quotes_trades_active_parts": day_parts, "merges_running": merging}
+        # MergeTree writes parts straight to disk: no write-ahead log to count.
+        return storage_figures("parts_bytes_on_disk", disk - index, index, 0, quotes_trades_bytes_on_disk=days,
+                               active_parts=parts, quotes_trades_active_parts=day_parts, merges_running=merging)
 
     # -- queries during ingest (MarketIngest) ------------------------------------------------
 

@@ -46,8 +46,11 @@ BASELINE_CREATE = (
     "EMPTY AS SELECT * FROM file({path:String}, {fmt:Identifier})"
 )
 COUNT = "SELECT count() FROM {db:Identifier}.{table:Identifier}"
+# The lookup structures beside a part's columns: its primary index, its marks and its skip indexes.
+PART_INDEX_BYTES = ("sum(primary_key_size + marks_bytes + secondary_indices_compressed_bytes "
+                    "+ secondary_indices_marks_bytes)")
 PARTS = (
-    "SELECT sum(bytes_on_disk), count() FROM system.parts "
+    f"SELECT sum(bytes_on_disk), count(), {PART_INDEX_BYTES} FROM system.parts "
     "WHERE active AND database = {db:String} AND partition_id IN {partitions:Array(String)}"
 )
 DB_PARTS = "SELECT sum(bytes_on_disk), count() FROM system.parts WHERE active AND database = {db:String}"

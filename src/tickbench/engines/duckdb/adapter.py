@@ -22,7 +22,7 @@ from tickbench.engines.base import (
     StreamTarget,
 )
 from tickbench.engines.duckdb.ingest import ArrowTarget, Writer
-from tickbench.engines.duckdb.market import PARAM, DuckDBMarket, run_bound
+from tickbench.engines.duckdb.market import PARAM, DuckDBMarket, duckdb_storage, run_bound
 
 SCHEMA = (Path(__file__).parent / "schema.sql").read_text()
 # The layout the queries rely on: row groups in this order, so zone maps prune by instrument
@@ -184,7 +184,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
             con.execute("CHECKPOINT")
         finally:
             con.close()
-        return {"database_file": sum(f.stat().st_size for f in scratch.iterdir())}
+        return duckdb_storage([f for f in scratch.iterdir() if f.is_file()])
 
     def ingest_open(self, store: Path, durability: str | None = None) -> None:
         self.durability_setting(durability)

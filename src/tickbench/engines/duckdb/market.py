@@ -31,6 +31,7 @@ from tickbench.engines.base import (
     MarketReader,
     MarketStorage,
     StreamTarget,
+    storage_figures,
 )
 from tickbench.engines.duckdb.ingest import ArrowTarget
 from tickbench.market_params import MarketParams
@@ -52,6 +53,14 @@ INGEST_FILE = "market-ingest"
 INGEST_SCHEMAS = {t: pa.schema([pa.field("ts", pa.timestamp("ns")) if f.name == "ts" else f
                                 for f in MARKET_SCHEMAS[t]]) for t in MARKET_TABLES}
 COUNT_UPTO = {t: f"SELECT count(*) FROM {t} WHERE ts <= make_timestamp_ns($upto)" for t in MARKET_TABLES}
+
+
+def duckdb_storage(files: list[Path]) -> dict[str, int]:
+    """SE's split of a DuckDB store's ``files``: the database file is data (its one index, the
+    instruments' primary key, lives inside it and is not told apart), a ``.wal`` file the log."""
+    wal = sum(f.stat().st_size for f in files if f.suffix == ".wal")
+    data = sum(f.stat().st_size for f in files) - wal
+    return storage_figures("database_file", data, 0, wal)
 
 
 def run_bound(con: duckdb.DuckDBPyConnection, sql: str, bindings: dict[str, Any]) -> pa.Table:
@@ -178,8 +187,7 @@ class DuckDBMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
     def market_storage_bytes(self) -> dict[str, int]:
         # The query store holds exactly the 20 days (and the instruments), checkpointed at load.
         self._conn().execute("CHECKPOINT")
-        files = [p for p in (self.db_path, self.db_path.with_suffix(".duckdb.wal")) if p.is_file()]
-        return {"database_file": sum(p.stat().st_size for p in files)}
+        return duckdb_storage([p for p in (self.db_path, self.db_path.with_suffix(".duckdb.wal")) if p.is_file()])
 
     # -- queries during ingest (MarketIngest) ------------------------------------------------
 

@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow.csv as pacsv
 
 from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.engines.base import BulkLoad, LoadFigures, Storage
+from tickbench.engines.base import BulkLoad, LoadFigures, Storage, storage_figures
 from tickbench.engines.influxdb.lineprotocol import line_batches
 from tickbench.engines.influxdb.server import DB, MARKER, WRITERS, InfluxDBServer, bin_dir
 from tickbench.engines.server import LOOPBACK
@@ -190,11 +190,9 @@ class InfluxDBLoad(InfluxDBServer, BulkLoad, Storage):
 
     def storage_bytes(self) -> dict[str, int]:
         """SE on the loaded database once compactions settled. Its shards are one per day
-        (schema.influxql), so the 30-day period is the shards whose day is in it: each one's
-        TSM files and ``fields.idx`` under ``data/`` and its WAL directory, as allocated on disk
-        (``du``); the multi-exchange day, when outside the period, is a shard of its own and is
-        left out. The database's series file (``_series``, the keys of all its series) is
-        counted whole. The first key is the total; apparent file sizes follow."""
+        (schema.influxql), so the 30-day period is the shards whose day is in it, split by
+        :func:`shard_storage`; the multi-exchange day, when outside the period, is a shard of
+        its own and is left out. The database's series file is counted whole."""
         if self.endpoint is not None:
             # Why: SE measures files on disk, and an external server's files are not ours to read.
             raise RuntimeError("SE measures InfluxDB's files on disk; an external endpoint's are not visible here")
@@ -204,12 +202,7 @@ class InfluxDBLoad(InfluxDBServer, BulkLoad, Storage):
         if len(shards_in) != len(month):
             raise RuntimeError(f"SE: {len(shards_in)} of the period's {len(month)} daily shards with data "
                                f"found in {DB}")
-        shard_dirs = [self.root / area / DB / rp / i for rp, i in shards_in for area in ("data", "wal")]
-        series = self.root / "data" / DB / "_series"
-        shards, series_bytes = sum(du(d) for d in shard_dirs), du(series)
-        return {"month_shards_and_series_allocated": shards + series_bytes,
-                "shards_allocated": shards, "series_file_allocated": series_bytes,
-                "month_shards_and_series_apparent": sum(du(d, apparent=True) for d in [*shard_dirs, series])}
+        return shard_storage(self.root, DB, shards_in)
 
     def _shards(self, db: str) -> list[tuple[int, str, str]]:
         """``(id, retention policy, start time)`` of each shard of ``db`` (``SHOW SHARDS``; RFC
@@ -244,8 +237,28 @@ def settled(root: Path, db: str) -> bool:
     return all(seg.stat().st_size == 0 for seg in (root / "wal" / db).glob("*/*/*.wal"))
 
 
+def shard_storage(root: Path, db: str, shards: list[tuple[str, str]]) -> dict[str, int]:
+    """SE's figures of ``shards`` (``(retention policy, id)``) of database ``db`` under the
+    server's ``root``, as allocated on disk (``du``): each shard's TSM files are data; its
+    ``fields.idx`` and ``index/`` (the series index), with the database's series file
+    (``_series``, the keys of all its series), the index; its WAL directory the log. The
+    apparent size of data and index follows."""
+    data_dirs = [root / "data" / db / rp / i for rp, i in shards]
+    index_parts = [root / "data" / db / "_series",
+                   *(d / "fields.idx" for d in data_dirs), *(d / "index" for d in data_dirs)]
+    index = sum(du(p) for p in index_parts)
+    data = sum(du(d) for d in data_dirs) - sum(du(p) for p in index_parts[1:])
+    log = sum(du(root / "wal" / db / rp / i) for rp, i in shards)
+    apparent = sum(du(p, apparent=True) for p in [*data_dirs, index_parts[0]])
+    return storage_figures("shards_and_series_allocated", data, index, log, shards_and_series_apparent=apparent)
+
+
 def du(path: Path, apparent: bool = False) -> int:
-    """Bytes under ``path``: allocated on disk (as ``du``), or the files' apparent sizes."""
+    """Bytes under ``path`` (a directory or a file; 0 when absent): allocated on disk (as
+    ``du``), or the files' apparent sizes."""
+    if path.is_file():
+        st = path.lstat()
+        return st.st_size if apparent else st.st_blocks * 512
     total = 0
     for dirpath, _, files in os.walk(path):
         for name in files:

@@ -46,7 +46,7 @@ from tickbench.data.dataset import Dataset
 from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
 from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES
-from tickbench.engines.influxdb.load import du
+from tickbench.engines.influxdb.load import shard_storage
 from tickbench.engines.influxdb.writer import Session
 from tickbench.market_params import MarketParams
 from tickbench.market_reference import COLUMNS, SORT  # the answers' columns, types and row order
@@ -377,19 +377,14 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
             "durability": self.w_durability()})
 
     def market_storage_bytes(self) -> dict[str, int]:
-        """The loaded database's shards (one a day: TSM files, ``fields.idx``, WAL) and its series
-        file, as allocated on disk; apparent sizes follow."""
+        """The loaded database's shards (one a day) and its series file, split as SE's
+        (:func:`~tickbench.engines.influxdb.load.shard_storage`)."""
         root: Path = self.root  # type: ignore[attr-defined]
         shards = self._shards(self.db)
         days = set(self.market.load_days())
         if {start[:10] for _, _, start in shards} - days or len(shards) != len(days):
             raise RuntimeError(f"M-SE: {len(shards)} shards in {self.db}, expected one per loaded day ({len(days)})")
-        dirs = [root / area / self.db / rp / str(i) for i, rp, _ in shards for area in ("data", "wal")]
-        series = root / "data" / self.db / "_series"
-        shard_bytes, series_bytes = sum(du(d) for d in dirs), du(series)
-        return {"shards_and_series_allocated": shard_bytes + series_bytes, "shards_allocated": shard_bytes,
-                "series_file_allocated": series_bytes,
-                "shards_and_series_apparent": sum(du(d, apparent=True) for d in [*dirs, series])}
+        return shard_storage(root, self.db, [(rp, str(i)) for i, rp, _ in shards])
 
     # -- queries ------------------------------------------------------------------------
 

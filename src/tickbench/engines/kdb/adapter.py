@@ -38,7 +38,16 @@ import pyarrow.parquet as pq
 
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.engines.base import BulkLoad, Endpoint, Engine, EngineInfo, EngineUnavailable, LoadFigures, Storage
+from tickbench.engines.base import (
+    BulkLoad,
+    Endpoint,
+    Engine,
+    EngineInfo,
+    EngineUnavailable,
+    LoadFigures,
+    Storage,
+    storage_figures,
+)
 from tickbench.engines.kdb.convert import to_q
 from tickbench.engines.kdb.market import KdbMarket, is_market, market_prelude
 from tickbench.params import QueryParams
@@ -538,7 +547,8 @@ class Adapter(KdbMarket, Engine, BulkLoad, Storage):
         month = {dt.date.fromisoformat(d).strftime("%Y.%m.%d") for d in self.params.days("month")}
         parts = sum(_du(self.hdb / d) for d in month if (self.hdb / d).is_dir())
         sym = (self.hdb / "sym").stat().st_size if (self.hdb / "sym").is_file() else 0
-        return {"hdb_month_partitions_and_sym": parts + sym, "hdb_total": _du(self.hdb)}
+        # An HDB is its column files: p# lives in the column's own file, and nothing is logged.
+        return storage_figures("hdb_month_partitions_and_sym", parts + sym, 0, 0, hdb_total=_du(self.hdb))
 
     def settings(self) -> dict[str, Any]:
         kx = self._q()

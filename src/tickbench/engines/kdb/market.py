@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
-from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
+from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage, storage_figures
 from tickbench.engines.kdb.convert import to_q
 from tickbench.market_params import MarketParams
 
@@ -192,5 +192,6 @@ class KdbMarket(Market, MarketBulkLoad, MarketStorage):
         parts = sum(_bytes_under(self.hdb / d) for d in days if (self.hdb / d).is_dir())
         sym = (self.hdb / "sym").stat().st_size if (self.hdb / "sym").is_file() else 0
         instruments = _bytes_under(self.hdb / "instruments")
-        return {"hdb_partitions_sym_instruments": parts + sym + instruments, "hdb_partitions": parts,
-                "hdb_total": _bytes_under(self.hdb)}
+        # An HDB is its column files: p# lives in the column's own file, and nothing is logged.
+        return storage_figures("hdb_partitions_sym_instruments", parts + sym + instruments, 0, 0,
+                               hdb_partitions=parts, hdb_total=_bytes_under(self.hdb))

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from psycopg import sql
 
 from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.engines.base import BulkLoad, LoadFigures, Storage
+from tickbench.engines.base import BulkLoad, LoadFigures, Storage, storage_figures
 from tickbench.engines.postgres import pgcopy
 from tickbench.engines.postgres.server import (
     COUNT,
@@ -34,6 +34,8 @@ from tickbench.engines.server import run_tool
 COPY_WORKERS = 2  # COPYs at once (of the partitions of both tables): one per core
 COPY_CHUNK_BYTES = 8 << 20
 # The sizes of a list of partitions (SE).
+# The write-ahead log on disk (pg_ls_waldir: superuser or pg_monitor), recycled segments included.
+WAL_BYTES = "SELECT coalesce(sum(size), 0) FROM pg_ls_waldir()"
 PARTITION_SIZES = ("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0), coalesce(sum(pg_table_size(c.oid)), 0) "
                    "FROM pg_class c WHERE c.oid = ANY(%s::regclass[])")
 
@@ -201,8 +203,20 @@ class PostgresLoad(PostgresServer, BulkLoad, Storage):
             names = [partition_name(t, d) for d in self.params.days("month")]
             total, table = c.execute(PARTITION_SIZES, [names]).fetchone() or (0, 0)
             sizes[t], heap = int(total), heap + int(table)
-        return {"total_relation_size": sum(sizes.values()), **{f"{t}_total": n for t, n in sizes.items()},
-                "heap_and_toast": heap, "indexes": sum(sizes.values()) - heap}
+        total = sum(sizes.values())
+        return storage_figures("total_relation_size", heap, total - heap, wal_bytes(c),
+                               **{f"{t}_total": n for t, n in sizes.items()})
+
+
+def wal_bytes(c: psycopg.Connection[Any]) -> int:
+    """Bytes of the server's write-ahead log on disk (the whole cluster's: tickbench's own server
+    holds only the run's databases); an endpoint's user needs the pg_monitor role to see it."""
+    try:
+        row = c.execute(WAL_BYTES).fetchone()
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise RuntimeError("SE counts the write-ahead log's bytes (pg_ls_waldir): grant the endpoint's user "
+                           "the pg_monitor role") from exc
+    return int(row[0]) if row else 0
 
 
 def file_chunks(path: Path) -> Callable[[], Iterator[bytes]]:

@@ -22,9 +22,9 @@ from psycopg import sql
 
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
-from tickbench.engines.base import Endpoint, LoadFigures, Market, MarketBulkLoad, MarketStorage
+from tickbench.engines.base import Endpoint, LoadFigures, Market, MarketBulkLoad, MarketStorage, storage_figures
 from tickbench.engines.postgres import pgcopy
-from tickbench.engines.postgres.load import psql_quoted
+from tickbench.engines.postgres.load import psql_quoted, wal_bytes
 from tickbench.market_params import MarketParams
 from tickbench.params import RunParams
 
@@ -240,7 +240,7 @@ class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
             total, table = c.execute(SIZES, [names]).fetchone() or (0, 0)
             out[f"{t}_total"], heap = int(total), heap + int(table)
         total = sum(out.values())
-        return {"total_relation_size": total, **out, "heap_and_toast": heap, "indexes": total - heap}
+        return storage_figures("total_relation_size", heap, total - heap, wal_bytes(c), **out)
 
 
 def _scalar(c: psycopg.Connection[Any], query: Any, params: list[Any] | None = None) -> Any:

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from questdb import Sender
 
 from tickbench.data.schema import TABLES
-from tickbench.engines.base import BulkLoad, LoadFigures, Storage
+from tickbench.engines.base import BulkLoad, LoadFigures, Storage, storage_figures
 from tickbench.engines.questdb.schema import SYMBOLS, TS_PATTERN, imp_schema
 from tickbench.engines.questdb.server import DEFAULT_COMMIT_MODE, QUERY_COMMIT_MODE, QuestDBServer
 
@@ -202,22 +202,55 @@ class QuestDBLoad(QuestDBServer, BulkLoad, Storage):
         table writer keeps its files extended (16 MiB per symbol dictionary, more for the
         last partition) until it is released; closing it trims them to their data.
 
-        Counted: the 30-day period's partitions as QuestDB's ``table_partitions()`` reports
-        them (the multi-exchange day, when outside the period, is a partition of its own and is
-        left out) and each table's table-wide files (symbol dictionaries, metadata). WAL
-        segments are transient (purged once applied) and are not counted. The first key is
-        the total."""
+        Counted: the 30-day period's partitions (the multi-exchange day, when outside the
+        period, is a partition of its own and is left out) and each table's table-wide files,
+        split by :meth:`settled_storage`."""
+        return self.settled_storage({t: set(self.params.days("month")) for t in TABLES})
+
+    def settled_storage(self, tables: dict[str, set[str] | None]) -> dict[str, int]:
+        """SE's figures of ``tables`` (each with the partitions counted, ``None`` for an
+        unpartitioned table), after a restart that releases the table writers: the partitions
+        as ``table_partitions()`` reports them and the table-wide files (symbol dictionaries,
+        metadata) are data, the partitions' sym index files (``.k``, ``.v``) the index, and the
+        tables' WAL directories, transient once applied, the log."""
         self.stop()
         self.start()
-        month = set(self.params.days("month"))
         dirs = {r["table_name"]: r["directoryName"]
                 for r in self._rows("SELECT table_name, directoryName FROM tables()")}
-        partitions = table_files = 0
-        for table in TABLES:
-            for row in self._rows(f"SELECT name, diskSize FROM table_partitions('{table}')"):
-                if row["name"] in month:
-                    partitions += int(row["diskSize"])
-            table_dir = self.root / "db" / dirs[table]
-            table_files += sum(p.stat().st_size for p in table_dir.iterdir() if p.is_file())
-        return {"bytes_on_disk": partitions + table_files, "partitions": partitions,
-                "table_files": table_files}
+        table_files = partitions = index = log = 0
+        for table, days in tables.items():
+            sizes = None if days is None else {
+                str(r["name"]): int(r["diskSize"])
+                for r in self._rows(f"SELECT name, diskSize FROM table_partitions('{table}')") if r["name"] in days}
+            own, parts, i, lg = table_storage(self.root / "db" / dirs[table], sizes)
+            table_files, partitions, index, log = table_files + own, partitions + parts, index + i, log + lg
+        return storage_figures("bytes_on_disk", table_files + partitions - index, index, log,
+                               partitions=partitions, table_files=table_files)
+
+
+def _bytes_under(path: Path, suffixes: tuple[str, ...] = ()) -> int:
+    """Bytes of the files under ``path`` (only those ending in ``suffixes``, when given)."""
+    return sum(p.stat().st_size for p in path.rglob("*")
+               if p.is_file() and not p.is_symlink() and (not suffixes or p.name.endswith(suffixes)))
+
+
+def table_storage(table_dir: Path, partitions: dict[str, int] | None) -> tuple[int, int, int, int]:
+    """``(table files, partitions, index, log)`` bytes of one QuestDB table directory:
+    ``partitions`` maps each counted partition to its ``diskSize`` (``None``: an unpartitioned
+    table, whose ``default/`` counts with its table files). The table directory's own files are
+    symbol dictionaries (whose ``.k`` and ``.v`` are the dictionary's own lookup) and metadata;
+    a partition's newest directory (``<name>`` or ``<name>.<txn>``, once rewritten) holds its
+    sym index files (``.k``, ``.v``), the index; ``wal*`` and ``txn_seq`` are the log."""
+    own = sum(p.stat().st_size for p in table_dir.iterdir() if p.is_file() and not p.is_symlink())
+    log = sum(_bytes_under(p) for p in table_dir.iterdir()
+              if p.is_dir() and not p.is_symlink() and (p.name.startswith("wal") or p.name == "txn_seq"))
+    if partitions is None:
+        return (own + _bytes_under(table_dir / "default"), 0, _bytes_under(table_dir / "default", (".k", ".v")),
+                log)
+    index = 0
+    for name in partitions:
+        versions = [p for p in table_dir.iterdir() if p.is_dir() and (p.name == name or p.name.startswith(name + "."))]
+        if versions:
+            newest = max(versions, key=lambda p: int(p.name.partition(".")[2] or -1))
+            index += _bytes_under(newest, (".k", ".v"))
+    return own, sum(partitions.values()), index, log

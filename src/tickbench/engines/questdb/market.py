@@ -91,6 +91,7 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
         def _imp(self, name: str, path: Path, schema: list[dict[str, str]],
                  extra: dict[str, str] | None = None) -> dict[str, Any]: ...
         def _figures(self, names: dict[str, str], nbytes: int, path_name: str) -> LoadFigures: ...
+        def settled_storage(self, tables: dict[str, set[str] | None]) -> dict[str, int]: ...
         def _stage_parquet(self, table: str, stage_name: str) -> tuple[list[str], int]: ...
         def start(self) -> None: ...
         def stop(self) -> None: ...
@@ -223,26 +224,8 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
     # ---- M-SE ------------------------------------------------------------------------------
 
     def market_storage_bytes(self) -> dict[str, int]:
-        """M-SE after a restart (which releases the table writers: an open writer keeps its files
-        extended until then): the 20 days' partitions of quotes and trades as
-        ``table_partitions()`` reports them, and the table-wide files (symbol dictionaries, the
-        sym index's key files, metadata) of quotes, trades and instruments. WAL segments are
-        transient and not counted. The first key is the total."""
-        self.stop()
-        self.start()
+        """M-SE: the 20 days' partitions of quotes and trades and the instruments table, split
+        as SE's (:meth:`~tickbench.engines.questdb.load.QuestDBLoad.settled_storage`)."""
         days = set(self.params.load_days())
-        dirs = {r["table_name"]: r["directoryName"]
-                for r in self._rows("SELECT table_name, directoryName FROM tables()")}
-        partitions = table_files = 0
-        for table in (*MARKET_TABLES, "instruments"):
-            if table != "instruments":
-                for row in self._rows(f"SELECT name, diskSize FROM table_partitions('{table}')"):
-                    if row["name"] in days:
-                        partitions += int(row["diskSize"])
-            table_dir = self.root / "db" / dirs[table]
-            if table == "instruments":  # not partitioned: its one partition, default/, with it
-                table_files += sum(p.stat().st_size for p in table_dir.rglob("*") if p.is_file())
-            else:
-                table_files += sum(p.stat().st_size for p in table_dir.iterdir() if p.is_file())
-        return {"bytes_on_disk": partitions + table_files, "partitions": partitions, "table_files": table_files}
+        return self.settled_storage({**{t: days for t in MARKET_TABLES}, "instruments": None})
 

@@ -17,8 +17,9 @@ import psycopg
 from psycopg import sql
 
 from tickbench.data.schema import TABLES
-from tickbench.engines.base import EngineUnavailable
+from tickbench.engines.base import EngineUnavailable, storage_figures
 from tickbench.engines.postgres import adapter as pg
+from tickbench.engines.postgres.load import wal_bytes
 from tickbench.engines.timescaledb import install as installer
 from tickbench.engines.timescaledb.market import TimescaleMarket
 
@@ -29,7 +30,7 @@ COMPRESS = {t: sql.SQL("SELECT count(compress_chunk(c)) FROM show_chunks({}) AS 
 # SE: a hypertable's chunks inside [start, end): their bytes (compressed data, TOAST, indexes)
 # and the rows' bytes before and after compression, as the columnstore's statistics record them.
 MONTH_CHUNKS = ("SELECT coalesce(sum(d.total_bytes), 0), coalesce(sum(s.before_compression_total_bytes), 0), "
-                "coalesce(sum(s.after_compression_total_bytes), 0) "
+                "coalesce(sum(s.after_compression_total_bytes), 0), coalesce(sum(d.index_bytes), 0) "
                 "FROM timescaledb_information.chunks c "
                 "JOIN chunks_detailed_size(%(t)s::regclass) d USING (chunk_schema, chunk_name) "
                 "LEFT JOIN chunk_columnstore_stats(%(t)s::regclass) s USING (chunk_schema, chunk_name) "
@@ -108,14 +109,16 @@ class Adapter(TimescaleMarket, pg.Adapter):
         start, end = (b[k].replace(tzinfo=dt.UTC) for k in ("month_start", "month_end"))
         c = self._conn()
         out: dict[str, int] = {}
-        before = after = 0
+        before = after = index = 0
         for t in TABLES:
             row = c.execute(MONTH_CHUNKS, {"t": t, "start": start, "end": end}).fetchone()
             if row is None:
                 raise RuntimeError(f"no chunk sizes for {t}")
             out[f"{t}_total"], before, after = int(row[0]), before + int(row[1]), after + int(row[2])
-        return {"chunks_total_size": sum(out.values()), **out,
-                "uncompressed_bytes": before, "compressed_bytes": after}
+            index += int(row[3])
+        total = sum(out.values())
+        return storage_figures("chunks_total_size", total - index, index, wal_bytes(c), **out,
+                               uncompressed_bytes=before, compressed_bytes=after)
 
     def settings(self) -> dict[str, Any]:
         out = super().settings()

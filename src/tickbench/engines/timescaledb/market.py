@@ -13,6 +13,8 @@ from typing import Any, ClassVar
 import psycopg
 
 from tickbench.data.schema import MARKET_TABLES
+from tickbench.engines.base import storage_figures
+from tickbench.engines.postgres.load import wal_bytes
 from tickbench.engines.postgres.market import PostgresMarket
 
 # A hypertable's chunks, and one chunk into the columnstore (compress_chunk: the function form of
@@ -24,7 +26,7 @@ COMPRESS_WORKERS = 2  # chunks compressed at once: one per core
 # M-SE: a hypertable's chunks inside [start, end) (compressed data, TOAST and indexes), and the
 # rows' bytes before and after compression as the columnstore's statistics record them.
 CHUNKS = ("SELECT coalesce(sum(d.total_bytes), 0), coalesce(sum(s.before_compression_total_bytes), 0), "
-          "coalesce(sum(s.after_compression_total_bytes), 0) "
+          "coalesce(sum(s.after_compression_total_bytes), 0), coalesce(sum(d.index_bytes), 0) "
           "FROM timescaledb_information.chunks c "
           "JOIN chunks_detailed_size(%(t)s::regclass) d USING (chunk_schema, chunk_name) "
           "LEFT JOIN chunk_columnstore_stats(%(t)s::regclass) s USING (chunk_schema, chunk_name) "
@@ -67,13 +69,16 @@ class TimescaleMarket(PostgresMarket):
         end = dt.datetime.combine(dt.date.fromisoformat(days[-1]), dt.time(), dt.UTC) + dt.timedelta(days=1)
         c = self._conn()
         out: dict[str, int] = {}
-        before = after = 0
+        before = after = index = 0
         for t in MARKET_TABLES:
             row = c.execute(CHUNKS, {"t": t, "start": start, "end": end}).fetchone()
             if row is None:
                 raise RuntimeError(f"no chunk sizes for {t}")
             out[f"{t}_total"], before, after = int(row[0]), before + int(row[1]), after + int(row[2])
-        row = c.execute("SELECT pg_total_relation_size('instruments')").fetchone()
-        out["instruments_total"] = int(row[0]) if row else 0
-        return {"chunks_total_size": sum(out.values()), **out,
-                "uncompressed_bytes": before, "compressed_bytes": after}
+            index += int(row[3])
+        row = c.execute("SELECT pg_total_relation_size('instruments'), pg_indexes_size('instruments')").fetchone()
+        out["instruments_total"], instruments_index = (int(row[0]), int(row[1])) if row else (0, 0)
+        index += instruments_index
+        total = sum(out.values())
+        return storage_figures("chunks_total_size", total - index, index, wal_bytes(c), **out,
+                               uncompressed_bytes=before, compressed_bytes=after)

@@ -1,14 +1,21 @@
 """The market suite's section of the reports: every cell (queries × engines, with the verified
 mark), a chart of each query's median latency per engine, the timings, M-W and M-SE. Every table
-is built once as data (:class:`~tickbench.report.widgets.Grid`) for both reports."""
+is built once as data (:class:`~tickbench.report.widgets.Grid`) for both reports.
+
+As in the published suite's section, an in-memory engine (Polars) is the in-memory reference:
+its column comes last, labelled so, and its bars are grey and labelled, never among the
+contenders; an engine not available where the run ran is a line under the table, not a column
+(:func:`columns`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from html import escape
 from typing import Any
 
 from tickbench.report.cells import cell_text as generic
 from tickbench.report.cells import harness_ms, server_median_ms, transport_bound
+from tickbench.report.summary import in_memory
 from tickbench.report.widgets import Grid, Item, SuiteView, html_grid, markdown_grid, memory_text
 from tickbench.results import Record
 from tickbench.suites.market import LOADS, QUERIES
@@ -18,6 +25,35 @@ from tickbench.suites.market.during_ingest import parse_ingest_id
 from tickbench.suites.market.users import parse_id
 
 BAD = ("wrong", "error", "timeout")
+REFERENCE = "in-memory reference"
+REFERENCE_COLOR = "#9e9e9e"
+REFERENCE_NOTE = ("{refs}: the in-memory reference, shown apart and never ranked (it holds the columns the queries "
+                  "read in memory, with no storage, M-W, M-SE or durability: a lower bound, not a contender).")
+
+
+def columns(view: SuiteView) -> SuiteView:
+    """``view`` with its engines in the columns' order: the contenders, then the in-memory
+    references; an engine not available where the run ran has no column (:func:`unavailable_note`)."""
+    gone = view.results.unavailable()
+    shown = [e for e in view.engines if e not in gone]
+    refs = [e for e in shown if in_memory(view.results, e)]
+    return dataclasses.replace(view, engines=[e for e in shown if e not in refs] + refs,
+                               records=[r for r in view.records if r.engine not in gone])
+
+
+def label(view: SuiteView, engine: str) -> str:
+    """An engine's column heading: its name, and the in-memory reference said as such."""
+    return f"{engine} ({REFERENCE})" if in_memory(view.results, engine) else engine
+
+
+def notes(view: SuiteView) -> list[str]:
+    """The lines under a market table: the in-memory references, the engines not available."""
+    out = []
+    refs = [e for e in view.engines if in_memory(view.results, e)]
+    if refs:
+        out.append(REFERENCE_NOTE.format(refs=", ".join(refs)))
+    out += [f"Not available here: {e} ({why})" for e, why in sorted(view.results.unavailable().items())]
+    return out
 INTRO = ("The market dataset: a universe of instruments of very unequal activity quoted on eight venues over 20 "
          "trading days (SPEC §1.3); the questions of SPEC §2.3, each answer checked against the reference "
          "implementation. Median client-side latency (the engine's own time in brackets where it reports one).")
@@ -47,7 +83,7 @@ def _style(r: Record | None) -> str:
 
 
 def cells(view: SuiteView) -> Grid:
-    g = Grid(["query", *view.engines])
+    g = Grid(["query", *(label(view, e) for e in view.engines)])
     for bench, what in [*((q.id, q.category) for q in QUERIES), *((b, "write/storage") for b in LOADS)]:
         if any(r.benchmark == bench for r in view.records):
             row: list[Item | str] = [Item(bench, why=what)]
@@ -57,6 +93,7 @@ def cells(view: SuiteView) -> Grid:
             g.rows.append(row)
     g.notes.append("✔ = the answer equals the reference implementation's; ⚠ transport-bound: the client time exceeds "
                    "the engine's own by more than max(20 %, 5 ms).")
+    g.notes += notes(view)
     return g
 
 
@@ -69,11 +106,12 @@ def timings(view: SuiteView, qid: str) -> Grid:
         if r.status == "ok" and r.stats is not None:
             s, server, gap = r.stats, server_median_ms(r), harness_ms(r)
             share = "—" if gap is None else f"{gap:,.2f}" + (" ⚠" if transport_bound(r) else "")
-            g.add(e, *(Item(f"{v:,.2f}", "num") for v in (s.median_ms, s.min_ms, s.max_ms)), Item(str(s.n), "num"),
+            g.add(label(view, e), *(Item(f"{v:,.2f}", "num") for v in (s.median_ms, s.min_ms, s.max_ms)),
+                  Item(str(s.n), "num"),
                   Item("—" if server is None else f"{server:,.2f}", "num"), Item(share, "num"),
                   Item("" if r.rows is None else f"{r.rows:,}", "num"), Item(memory_text(r), "num", r.notes))
         else:
-            g.add(e, Item(cell_text(r), _style(r), r.reason, span=8))
+            g.add(label(view, e), Item(cell_text(r), _style(r), r.reason, span=8))
     return g
 
 
@@ -87,8 +125,9 @@ def chart(view: SuiteView, qid: str) -> str:
     med = [r.stats.median_ms for _, r in ok if r.stats]
     lo = [r.stats.min_ms for _, r in ok if r.stats]
     hi = [r.stats.max_ms for _, r in ok if r.stats]
+    colors = [REFERENCE_COLOR if in_memory(view.results, e) else view.colors[e] for e, _ in ok]
     data: list[dict[str, Any]] = [{
-        "type": "bar", "x": [e for e, _ in ok], "y": med, "marker": {"color": [view.colors[e] for e, _ in ok]},
+        "type": "bar", "x": [label(view, e) for e, _ in ok], "y": med, "marker": {"color": colors},
         "error_y": {"type": "data", "symmetric": False, "array": [h - m for h, m in zip(hi, med, strict=True)],
                     "arrayminus": [m - low for m, low in zip(med, lo, strict=True)], "color": "#333"},
         "hovertemplate": "%{x}: %{y:,.3g} ms<extra></extra>"}]
@@ -113,12 +152,17 @@ def loads(view: SuiteView) -> Grid:
                     f"{fmt}: {f[fmt]['seconds']:.2f} s, own path {f[fmt].get('baseline_seconds', 0):.2f} s"
                     for fmt in ("csv", "parquet") if isinstance(f.get(fmt), dict))
             elif r.status == "ok":
-                detail = f"{r.figures.get('engine_bytes', 0):,} bytes ({r.figures.get('measured', '')})"
-            g.add(e, bench, Item(cell_text(r), _style(r), r.reason if r.status != "ok" else ""), detail)
+                f = r.figures
+                detail = f"{f.get('engine_bytes', 0):,} bytes ({f.get('measured', '')})"
+                if f.get("data_bytes") is not None:  # the split, on records since it was made
+                    detail += (f": data {f['data_bytes']:,}, index {f.get('index_bytes', 0):,}; "
+                               f"log {f.get('log_bytes', 0):,} beside it")
+            g.add(label(view, e), bench, Item(cell_text(r), _style(r), r.reason if r.status != "ok" else ""), detail)
     return g
 
 
 def page_markdown(view: SuiteView) -> list[str]:
+    view = columns(view)
     out = ["## The market suite", "", INTRO, "", *markdown_grid(cells(view)), ""]
     for q in QUERIES:
         if any(r.benchmark == q.id for r in view.records):
@@ -134,6 +178,7 @@ def page_markdown(view: SuiteView) -> list[str]:
 
 
 def page_html(view: SuiteView) -> str:
+    view = columns(view)
     parts = [f'<h2 id="market">The market suite</h2><p class="muted">{escape(INTRO)}</p>',
              html_grid(cells(view), "table-market")]
     for q in QUERIES:

@@ -185,17 +185,20 @@ class _Tables:
         return g
 
     def storage(self) -> Grid:
-        g = Grid(["engine", "measured", "bytes", "% of CSV", "% of Parquet-zstd", "rows"])
+        g = Grid(["engine", "measured", "bytes", "data", "index", "log (not in bytes)", "% of CSV",
+                  "% of Parquet-zstd", "rows"])
         for e in self.engines:
             r = self.view.record(e, "SE")
             if r is None:
                 continue
             if r.status != "ok":
-                g.add(e, Item(cell_text(r), _style(r), r.reason, span=5))
+                g.add(e, Item(cell_text(r), _style(r), r.reason, span=8))
                 continue
             f = r.figures
             pc, pp = f.get("pct_of_csv"), f.get("pct_of_parquet")
-            g.add(e, str(f.get("measured", "")), Item(f"{f.get('engine_bytes', 0):,}", "num"),
+            split = [Item("—" if f.get(k) is None else f"{f[k]:,}", "num")  # records before the split have none
+                     for k in ("data_bytes", "index_bytes", "log_bytes")]
+            g.add(e, str(f.get("measured", "")), Item(f"{f.get('engine_bytes', 0):,}", "num"), *split,
                   Item("n/a (no CSV size)" if pc is None else f"{pc:.1f} %", "num"),
                   Item("n/a" if pp is None else f"{pp:.1f} %", "num"), Item(f"{f.get('rows', 0):,}", "num"))
         return g

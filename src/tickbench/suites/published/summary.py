@@ -10,17 +10,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tickbench.report.summary import in_memory
 from tickbench.results import Record, Results
 from tickbench.suites.published import BENCHMARKS
 
 # The reference paper's grouping (its sections 6.1-6.4), in its order.
 CATEGORIES = ("write/storage", "read", "compute-heavy", "complex")
-IN_MEMORY = "in-memory"
-
-
-def in_memory(results: Results, engine: str) -> bool:
-    """Whether ``engine`` ran as an in-memory engine (its kind, as the run recorded it)."""
-    return results.environment.engines.get(engine, {}).get("kind") == IN_MEMORY
 
 
 def contenders(results: Results) -> list[str]:

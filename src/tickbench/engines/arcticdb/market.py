@@ -1,17 +1,21 @@
-"""The market suite (SPEC §2.3) on ArcticDB: a library per table, a symbol per instrument.
+"""The market suite (SPEC §2.3) on ArcticDB: a library per table, a symbol per instrument, and a cross-section.
 
 Layout, as a tick store on ArcticDB keeps ticks: in an LMDB directory of its own
 (``<workdir>/market``), the libraries ``market_quotes`` and ``market_trades`` hold one symbol per
 instrument (named by :func:`~tickbench.engines.arcticdb.layout.symbol_name`, which encodes a name
-ArcticDB's symbol keys cannot hold: names from data never become keys unchecked), indexed by
-``ts`` (naive datetime64[ns], UTC), every venue's rows of the 20 days in one time series, with the
-venues of each day as the symbol's metadata; ``market_instruments`` holds the instruments table as
-one symbol. Rows are ordered by the SPEC's own orders, quotes by ``(ts, exchange, seq)`` and
-trades by ``(ts, exchange, trade_id)`` (exchange as bytes), so a resample's ``first``/``last``, an
-as-of match's tie on ``ts`` and M-NBBO's steps all follow the stored order. A read names its
-instruments' symbols and a ``date_range`` (index-pruned to the segments of that span);
-aggregations ArcticDB has (``groupby``/``resample`` with sum, max, first, last, count) run in its
-QueryBuilder, the rest (as-of matching, the consolidated book, ``stddev``) in Polars.
+ArcticDB's symbol keys cannot hold: names from data never become keys unchecked), indexed by ``ts``
+(naive datetime64[ns], UTC), every venue's rows of the 20 days in one time series, with the venues
+of each day as the symbol's metadata; ``market_instruments`` holds the instruments table as one
+symbol. The library ``market_cross`` holds each table's whole market as one symbol (``quotes``,
+``trades``: every instrument's rows in time order, ``sym`` a column, indexed by ``ts``) and each
+day's quote pairs (:data:`PAIRS`): the whole-market queries (M-STATS, M-TOPN, M-LAST) read it in one
+read each, instead of a read per instrument. Rows are ordered by the SPEC's own orders, quotes by
+``(ts, exchange, seq)`` and trades by ``(ts, exchange, trade_id)`` (exchange as bytes), so a
+resample's ``first``/``last``, an as-of match's tie on ``ts`` and M-NBBO's steps all follow the
+stored order. A read names its instruments' symbols and a ``date_range`` (index-pruned to the
+segments of that span); aggregations ArcticDB has (``groupby``/``resample`` with sum, max, first,
+last, count) run in its QueryBuilder, the rest (as-of matching, the consolidated book, ``stddev``)
+in Polars.
 
 Query contract: ``queries/M-<ID>.py`` starts with a one-line docstring saying which part runs in
 ArcticDB and which in Polars, and defines::

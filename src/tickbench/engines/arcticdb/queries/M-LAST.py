@@ -33,8 +33,8 @@ def query(store: MarketStore, params: dict[str, Any]) -> pl.DataFrame:
         last = rows.group_by(KEY).agg(pl.all().last()).join(pending, on=KEY, how="semi")
         found.append(last)
         pending = pending.join(last, on=KEY, how="anti")
-    schema = {"sym": pl.String, "exchange": pl.String, "ts": pl.Datetime("ns"),
-              **dict.fromkeys(COLUMNS[2:], pl.Float64)}
+    schema: dict[str, Any] = {"sym": pl.String, "exchange": pl.String, "ts": pl.Datetime("ns"),
+                              **dict.fromkeys(COLUMNS[2:], pl.Float64)}
     rows = pl.concat(found, how="diagonal_relaxed") if found else pl.DataFrame(schema=schema)
     return (rows.select("sym", "exchange", pl.col("ts").dt.replace_time_zone("UTC"), *COLUMNS[2:])
             .sort("sym", "exchange"))

@@ -115,11 +115,12 @@ class MarketStore:
 
     def market(self, table: str, date_range: tuple[pd.Timestamp, pd.Timestamp], columns: Sequence[str] | None = None,
                query: QueryBuilder | None = None) -> pl.DataFrame:
-        """One read of ``table``'s cross-section symbol (every instrument, in time order, ``sym``
-        a column) over ``date_range``, with ``columns`` and ``query``; the index as ``ts``."""
+        """One read of a cross-section symbol (``quotes`` or ``trades``: every instrument, in time
+        order, ``sym`` a column; or :data:`PAIRS`) over ``date_range``, with ``columns`` and
+        ``query``; the index as ``ts``."""
         if "cross" not in self.libs:
             raise RuntimeError("this ArcticDB store has no cross-section library (an ingest store)")
-        symbol = PAIRS if table == PAIRS else table
+        symbol = table
         frame: pl.DataFrame = self.libs["cross"].read(symbol, date_range=date_range,
                                                       columns=list(columns) if columns is not None else None,
                                                       query_builder=query).data

@@ -1,17 +1,21 @@
-"""The market suite (SPEC §2.3) on ArcticDB: a library per table, a symbol per instrument.
+"""The market suite (SPEC §2.3) on ArcticDB: a library per table, a symbol per instrument, and a cross-section.
 
 Layout, as a tick store on ArcticDB keeps ticks: in an LMDB directory of its own
 (``<workdir>/market``), the libraries ``market_quotes`` and ``market_trades`` hold one symbol per
 instrument (named by :func:`~tickbench.engines.arcticdb.layout.symbol_name`, which encodes a name
-ArcticDB's symbol keys cannot hold: names from data never become keys unchecked), indexed by
-``ts`` (naive datetime64[ns], UTC), every venue's rows of the 20 days in one time series, with the
-venues of each day as the symbol's metadata; ``market_instruments`` holds the instruments table as
-one symbol. Rows are ordered by the SPEC's own orders, quotes by ``(ts, exchange, seq)`` and
-trades by ``(ts, exchange, trade_id)`` (exchange as bytes), so a resample's ``first``/``last``, an
-as-of match's tie on ``ts`` and M-NBBO's steps all follow the stored order. A read names its
-instruments' symbols and a ``date_range`` (index-pruned to the segments of that span);
-aggregations ArcticDB has (``groupby``/``resample`` with sum, max, first, last, count) run in its
-QueryBuilder, the rest (as-of matching, the consolidated book, ``stddev``) in Polars.
+ArcticDB's symbol keys cannot hold: names from data never become keys unchecked), indexed by ``ts``
+(naive datetime64[ns], UTC), every venue's rows of the 20 days in one time series, with the venues
+of each day as the symbol's metadata; ``market_instruments`` holds the instruments table as one
+symbol. The library ``market_cross`` holds each table's whole market as one symbol (``quotes``,
+``trades``: every instrument's rows in time order, ``sym`` a column, indexed by ``ts``) and each
+day's quote pairs (:data:`PAIRS`): the whole-market queries (M-STATS, M-TOPN, M-LAST) read it in one
+read each, instead of a read per instrument. Rows are ordered by the SPEC's own orders, quotes by
+``(ts, exchange, seq)`` and trades by ``(ts, exchange, trade_id)`` (exchange as bytes), so a
+resample's ``first``/``last``, an as-of match's tie on ``ts`` and M-NBBO's steps all follow the
+stored order. A read names its instruments' symbols and a ``date_range`` (index-pruned to the
+segments of that span); aggregations ArcticDB has (``groupby``/``resample`` with sum, max, first,
+last, count) run in its QueryBuilder, the rest (as-of matching, the consolidated book, ``stddev``)
+in Polars.
 
 Query contract: ``queries/M-<ID>.py`` starts with a one-line docstring saying which part runs in
 ArcticDB and which in Polars, and defines::
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import shutil
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -49,7 +53,15 @@ from tickbench.data.dataset import MARKET, Dataset
 from tickbench.data.schema import MARKET_SCHEMAS
 from tickbench.engines.arcticdb.ingest import FramesTarget, IngestLayout, IngestStore
 from tickbench.engines.arcticdb.layout import VENUES, split_symbol, symbol_name
-from tickbench.engines.arcticdb.writes import OPTIONS, W_DURABILITY, lmdb_bytes, lmdb_uri, write_symbol
+from tickbench.engines.arcticdb.writes import (
+    OPTIONS,
+    W_DURABILITY,
+    lmdb_bytes,
+    lmdb_uri,
+    to_pandas,
+    write_batch,
+    write_symbol,
+)
 from tickbench.engines.base import (
     LoadFigures,
     Market,
@@ -62,9 +74,14 @@ from tickbench.engines.base import (
 from tickbench.params import RunParams
 
 TABLES = ("quotes", "trades")
-LIBRARIES = {"quotes": "market_quotes", "trades": "market_trades", "instruments": "market_instruments"}
+LIBRARIES = {"quotes": "market_quotes", "trades": "market_trades", "instruments": "market_instruments",
+             "cross": "market_cross"}
+# The cross-section library's symbols: each table's whole market in time order, and each day's
+# (sym, exchange) pairs of quotes (M-LAST's "pairs with a quote in M"), indexed by the day's start.
+PAIRS = "quote_pairs"
 ORDER = {"quotes": ["ts", "exchange", "seq"], "trades": ["ts", "exchange", "trade_id"]}
 NS = pd.Timedelta(1, "ns")
+NS_PER_DAY = 86_400 * 10**9
 # The market ingest store: the market's libraries and orders, read as Polars as the query store
 # is; ties on ts keep the order across writes (M-SNAP's as-of joins take the last equal row).
 INGEST = IngestLayout({t: LIBRARIES[t] for t in TABLES}, {t: MARKET_SCHEMAS[t] for t in TABLES}, ORDER, "POLARS",
@@ -95,6 +112,22 @@ class MarketStore:
         libs = {t: ac.get_library(name) for t, name in LIBRARIES.items()}
         symbols = {t: {split_symbol(s)[1]: s for s in libs[t].list_symbols()} for t in TABLES}
         return cls(libs, symbols)
+
+    def market(self, table: str, date_range: tuple[pd.Timestamp, pd.Timestamp], columns: Sequence[str] | None = None,
+               query: QueryBuilder | None = None) -> pl.DataFrame:
+        """One read of a cross-section symbol (``quotes`` or ``trades``: every instrument, in time
+        order, ``sym`` a column; or :data:`PAIRS`) over ``date_range``, with ``columns`` and
+        ``query``; the index as ``ts``."""
+        if "cross" not in self.libs:
+            raise RuntimeError("this ArcticDB store has no cross-section library (an ingest store)")
+        symbol = table
+        frame: pl.DataFrame = self.libs["cross"].read(symbol, date_range=date_range,
+                                                      columns=list(columns) if columns is not None else None,
+                                                      query_builder=query).data
+        self.reads.append(f"{LIBRARIES['cross']}: read of {symbol} date_range=[{date_range[0]}, {date_range[1]}] "
+                          f"columns={list(columns) if columns is not None else 'all'}"
+                          + (f" query_builder={query}" if query is not None else "") + f" -> {frame.height:,} rows")
+        return frame
 
     def syms(self, table: str) -> list[str]:
         """Every instrument with a symbol in ``table``, sorted."""
@@ -194,20 +227,57 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
     def _write_tables(self, libs: dict[str, Library],
                       frames: dict[str, Iterable[pl.DataFrame]]) -> list[tuple[str, str]]:
         """Write each table's frames (each a group of whole instruments, e.g. one block of the
-        dataset over the days) as one symbol per instrument, in the table's order; return the
-        (table, symbol) pairs written."""
+        dataset over the days) as one symbol per instrument, in the table's order, a group in
+        one ``write_batch`` (each symbol with its venues metadata); return the (table, symbol)
+        pairs written."""
         written: list[tuple[str, str]] = []
         for table, groups in frames.items():
             seen: set[str] = set()
             for group in groups:
                 ordered = group.sort("sym", *ORDER[table])
-                for (sym,), part in ordered.partition_by("sym", as_dict=True, include_key=False).items():
+                parts = ordered.partition_by("sym", as_dict=True, include_key=False, maintain_order=True)
+                for (sym,) in parts:
                     if sym in seen:  # a symbol's write replaces it: an instrument must be in one group
                         raise RuntimeError(f"instrument {sym!r} of {table} is in two blocks of the dataset")
                     seen.add(str(sym))
-                    write_symbol(libs[table], symbol_name(table, str(sym)), [part])
-                    written.append((table, symbol_name(table, str(sym))))
+                names = [symbol_name(table, str(sym)) for (sym,) in parts]
+                write_batch(libs[table], dict(zip(names, parts.values(), strict=True)))
+                written += [(table, n) for n in names]
         return written
+
+    def _utc_days(self, table: str, days: Sequence[str]) -> Iterator[pl.DataFrame]:
+        """``table`` over ``days``, a UTC day at a time in time order: a row goes to the day of
+        its own ``ts``, whichever file held it (each day's filter skips the other files' row
+        groups by their statistics), so a day's frame never overlaps another's."""
+        files = [str(f) for f in self.dataset.files(table, days)]
+        if not files:
+            return
+        scan = pl.scan_parquet(files)
+        day = pl.col("ts").dt.epoch("ns") // NS_PER_DAY
+        for key in sorted(scan.select(day.unique()).collect().to_series().to_list()):
+            yield scan.filter(day == key).collect()
+
+    def _write_cross(self, lib: Library, frames: dict[str, Iterable[pl.DataFrame]]) -> int:
+        """Write each table's cross-section symbol from its frames (days in time order, none
+        overlapping the next): every instrument's rows in time order (ties in the table's order,
+        then by sym), ``sym`` a column, in whole-segment writes; and the quotes' (sym, exchange)
+        pairs of each day as :data:`PAIRS`, indexed by the day's start. Returns the rows written."""
+        rows = 0
+        for table, days in frames.items():
+            pairs: list[pl.DataFrame] = []
+
+            def ordered(days: Iterable[pl.DataFrame], table: str = table,
+                        pairs: list[pl.DataFrame] = pairs) -> Iterator[pl.DataFrame]:
+                for frame in days:
+                    if table == "quotes":
+                        pairs.append(frame.select(pl.col("ts").dt.truncate("1d"), "sym", "exchange").unique())
+                    yield frame.sort(*ORDER[table], "sym")
+
+            rows += write_symbol(lib, table, ordered(days))
+            if pairs:
+                lib.write(PAIRS, to_pandas(pl.concat(pairs).sort("ts", "sym", "exchange")),
+                          prune_previous_versions=True)
+        return rows
 
     def _blocks(self, table: str, days: Sequence[str]) -> Iterable[pl.DataFrame]:
         """``table`` over ``days`` a block of instruments at a time (the dataset's part files of
@@ -228,6 +298,7 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         instruments = self.dataset.instruments()
         libs["instruments"].write("instruments", instruments.to_pandas())
         written = self._write_tables(libs, {t: self._blocks(t, days) for t in TABLES})
+        self._write_cross(libs["cross"], {t: self._utc_days(t, days) for t in TABLES})
         rows = instruments.height + sum(libs[t].get_description(s).row_count for t, s in written)
         # opened here, not at the first query: listing a fresh library's symbols compacts its journal
         self.ac_market, self.market = ac, MarketStore.open(ac)
@@ -258,6 +329,7 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         ac, libs = self._open_market(root, [self.params.D])
         sources = {t: self._day_source(fmt, t) for t in TABLES}
         written = self._write_tables(libs, {t: [frame] for t, (frame, _) in sources.items()})
+        self._write_cross(libs["cross"], {t: [frame] for t, (frame, _) in sources.items()})
         rows = sum(libs[t].get_description(s).row_count for t, s in written)
         del ac
         return LoadFigures(rows=rows, input_bytes=sum(n for _, n in sources.values()),

@@ -24,6 +24,12 @@ from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketSt
 from tickbench.engines.datafusion import store as st
 from tickbench.market_params import MarketParams
 
+# Pages of at most 2,048 rows: a day's file is sorted by sym and a basket's instrument holds a few
+# hundred to a few thousand rows of it, so the page index narrows a basket read to its own rows
+# (with 20,000-row pages, M-HIBID-M decoded most of the month's quote pages to return B's rows).
+# No bloom filter on sym: the row groups are already pruned by sym's min/max (the files are sorted
+# by it); a bloom filter answers per row group only, never per page.
+MARKET_PAGE_ROWS = 2_048
 # Each day's order: the instrument, then time, then the ties' order of SPEC §2.3.
 ORDER = {"quotes": ("sym", "ts", "exchange", "seq"), "trades": ("sym", "ts", "exchange", "trade_id"),
          "instruments": ("sym",)}
@@ -55,7 +61,7 @@ def write_sorted(source: DataFrame, table: str, dest: Path) -> None:
     target = dest / st.PART_FILE
     target.unlink(missing_ok=True)
     source.sort(*_sorted(table)).write_parquet_with_options(
-        str(target), st.writer_options(), DataFrameWriteOptions(single_file_output=True))
+        str(target), st.writer_options(MARKET_PAGE_ROWS), DataFrameWriteOptions(single_file_output=True))
     st.fsync_path(target)
     st.fsync_path(dest)
     st.fsync_path(dest.parent)

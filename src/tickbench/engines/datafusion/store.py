@@ -17,6 +17,7 @@ PART_FILE = "part-0.parquet"
 # of one instrument; the page index (statistics per data page of at most 20,000 rows) narrows a
 # point lookup inside it.
 ROW_GROUP_ROWS = 131_072
+PAGE_ROWS = 20_000  # the writer's default
 STRING_COLUMNS = ("exchange", "sym", "side")
 # Reading: filters evaluated inside the Parquet decoder (late materialization: ts and sym first,
 # the other columns only for the rows that pass), cheapest first; statistics and the page index
@@ -35,14 +36,17 @@ READ_SETTINGS = {
 DURABILITY = "every Parquet file written, then fsynced with its directories, before the clock stops"
 
 
-def writer_options() -> ParquetWriterOptions:
-    """zstd(3), statistics and the page index per page, dictionaries for the strings only (on
-    the unique timestamps and prices they cost a third more space than plain pages)."""
+def writer_options(page_rows: int = PAGE_ROWS) -> ParquetWriterOptions:
+    """zstd(3), statistics and the page index per page of at most ``page_rows`` rows,
+    dictionaries for the strings only (on the unique timestamps and prices they cost a third
+    more space than plain pages)."""
     strings = {name: ParquetColumnOptions(dictionary_enabled=True) for name in STRING_COLUMNS}
     return ParquetWriterOptions(
         compression="zstd(3)",
         statistics_enabled="page",
         max_row_group_size=ROW_GROUP_ROWS,
+        data_page_row_count_limit=page_rows,
+        write_batch_size=min(page_rows, 1024),  # the row limit is checked once per written batch
         dictionary_enabled=False,
         column_specific_options=strings,
         created_by=f"datafusion-python {datafusion.__version__} (tickbench)",

@@ -1,7 +1,8 @@
-"""QueryBuilder: date_range of D for every instrument's trades symbol (read_batch); Polars: the statistics."""
+"""ArcticDB: one read of D from the trades' cross-section symbol (sym, price, amount); Polars: the statistics."""
 
-# QueryBuilder's groupby has no first/last or stddev; the D slices are in (ts, exchange, trade_id)
-# order, so open/close are first/last.
+# The cross-section symbol holds every instrument's trades in time order, ties in (exchange,
+# trade_id) order, so each instrument's rows are in the SPEC's order and open/close are
+# first/last; QueryBuilder's groupby has no first/last or stddev.
 from typing import Any
 
 import polars as pl
@@ -10,8 +11,7 @@ from tickbench.engines.arcticdb.market import MarketStore
 
 
 def query(store: MarketStore, params: dict[str, Any]) -> pl.DataFrame:
-    trades = store.frame("trades", store.syms("trades"), params["d_range"], columns=["price", "amount"],
-                         schema={"price": pl.Float64, "amount": pl.Float64})
+    trades = store.market("trades", params["d_range"], columns=["sym", "price", "amount"])
     price, amount = pl.col("price"), pl.col("amount")
     return trades.group_by("sym").agg(
         n=pl.len().cast(pl.Int64), volume=amount.sum(), vwap=(price * amount).sum() / amount.sum(),

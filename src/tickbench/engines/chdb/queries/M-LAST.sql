@@ -2,6 +2,8 @@
 -- pair's last day in M is read from the pair_days projection (a few thousand rows per part), so
 -- only the days that are some pair's last are read (the earliest of them bounds ts: a constant
 -- the partition key prunes by), and in them only the granules of the pairs whose last day it is.
+-- GROUP BY (sym, exchange) is a prefix of the table's ORDER BY: optimize_aggregation_in_order
+-- aggregates each pair as its rows stream past in key order instead of hashing every row.
 WITH last_days AS (
     SELECT sym, exchange, max(day) AS day
     FROM (
@@ -21,3 +23,4 @@ FROM (
     GROUP BY sym, exchange
 )
 ORDER BY sym, exchange
+SETTINGS optimize_aggregation_in_order = 1

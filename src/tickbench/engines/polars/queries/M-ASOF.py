@@ -5,7 +5,7 @@ from typing import Any
 
 import polars as pl
 
-from tickbench.engines.polars.market import MarketStore
+from tickbench.engines.polars.market import MarketStore, named
 
 
 def query(store: MarketStore, params: dict[str, Any]) -> pl.LazyFrame:
@@ -15,6 +15,6 @@ def query(store: MarketStore, params: dict[str, Any]) -> pl.LazyFrame:
     joined = trades.join_asof(quotes.rename({"ts": "qts"}), left_on="ts", right_on="qts", by=["sym", "exchange"],
                               strategy="backward", check_sortedness=False)
     mid = (pl.col("bid") + pl.col("ask")) / 2
-    return (joined.filter(pl.col("qts").is_not_null())
-            .group_by("sym").agg(n=pl.len().cast(pl.Int64), eff_spread=(2 * (pl.col("price") - mid).abs() / mid).mean())
-            .sort("sym"))
+    spread = (2 * (pl.col("price") - mid).abs() / mid).mean()
+    return named(joined.filter(pl.col("qts").is_not_null())
+                 .group_by("sym").agg(n=pl.len().cast(pl.Int64), eff_spread=spread).sort("sym"))

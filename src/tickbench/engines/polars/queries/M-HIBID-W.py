@@ -1,11 +1,12 @@
-# Each instrument's frame sliced to the span by binary search; no scan of the other instruments.
+# Each instrument's block of each day's frame sliced to the span by binary search; no scan of the
+# other instruments.
 from typing import Any
 
 import polars as pl
 
-from tickbench.engines.polars.market import MarketStore
+from tickbench.engines.polars.market import MarketStore, named
 
 
 def query(store: MarketStore, params: dict[str, Any]) -> pl.LazyFrame:
     quotes = store.basket("quotes", params["b_syms"], params["w_start"], params["w_end"], ["bid"])
-    return quotes.group_by("sym").agg(max_bid=pl.col("bid").max()).sort("sym")
+    return named(quotes.group_by("sym").agg(max_bid=pl.col("bid").max()).sort("sym"))

@@ -1,17 +1,15 @@
-# A tick store's last-value read: each (instrument, venue)'s latest quote lies at the end of the
-# instrument's frame, so only its tail is read (store.latest walks back until every venue is seen).
+# A tick store's last-value read: each (instrument, venue)'s latest quote lies in the last day of M
+# it quoted, so M's last day is one grouped pass over its frame and only the instruments still
+# missing a venue (each day's pairs are kept at load) look a day further back.
 from typing import Any
 
 import polars as pl
 
-from tickbench.engines.polars.market import MarketStore
+from tickbench.engines.polars.market import MarketStore, named
+
+COLUMNS = ["ts", "bid", "bsize", "ask", "asize"]
 
 
 def query(store: MarketStore, params: dict[str, Any]) -> pl.LazyFrame:
-    cols = ["exchange", "ts", "bid", "bsize", "ask", "asize"]
-    tails = [store.latest(sym, params["m_start"], params["m_end"]).select(cols).with_columns(sym=pl.lit(sym))
-             for sym in store.syms("quotes")]
-    rows = pl.concat(tails).lazy() if tails else pl.LazyFrame(schema={c: store.schema("quotes")[c] for c in cols})
-    return (rows.group_by("sym", "exchange").agg(pl.all().last())
-            .select("sym", pl.col("exchange").cast(pl.String), "ts", "bid", "bsize", "ask", "asize")
-            .sort("sym", "exchange"))
+    rows = store.latest(params["m_start"], params["m_end"], COLUMNS).lazy()
+    return named(rows.select("sym", "exchange", *COLUMNS).sort("sym", "exchange"), "exchange")

@@ -5,7 +5,7 @@ from typing import Any
 
 import polars as pl
 
-from tickbench.engines.polars.market import MarketStore
+from tickbench.engines.polars.market import MarketStore, named
 
 
 def query(store: MarketStore, params: dict[str, Any]) -> pl.LazyFrame:
@@ -18,8 +18,8 @@ def query(store: MarketStore, params: dict[str, Any]) -> pl.LazyFrame:
     moved = (pl.col("nbb").ne_missing(pl.col("nbb").shift(1).over("sym"))
              | pl.col("nbo").ne_missing(pl.col("nbo").shift(1).over("sym")))
     spread = pl.col("nbo") - pl.col("nbb")
-    return book.with_columns(changed=moved).group_by("sym").agg(
+    return named(book.with_columns(changed=moved).group_by("sym").agg(
         n_changes=pl.col("changed").sum().cast(pl.Int64),
         mean_spread=spread.filter(pl.col("changed")).mean(),
         n_locked=(pl.col("changed") & (pl.col("nbo") <= pl.col("nbb"))).sum().cast(pl.Int64),
-    ).sort("sym")
+    ).sort("sym"))

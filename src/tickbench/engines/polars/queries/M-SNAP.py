@@ -5,13 +5,13 @@ from typing import Any
 
 import polars as pl
 
-from tickbench.engines.polars.market import MarketStore
+from tickbench.engines.polars.market import MarketStore, named
 
 
 def query(store: MarketStore, params: dict[str, Any]) -> pl.LazyFrame:
     day = params["d_start"], params["d_end"]
-    trades = store.basket("trades", params["b_syms"], *day, ["ts", "price", "amount"])
-    quotes = store.basket("quotes", params["b_syms"], *day, ["ts", "exchange", "bid", "ask"])
+    trades = named(store.basket("trades", params["b_syms"], *day, ["ts", "price", "amount"]))
+    quotes = named(store.basket("quotes", params["b_syms"], *day, ["ts", "exchange", "bid", "ask"]))
     times = pl.LazyFrame({"t": sorted(params["t_times"])}, schema={"t": pl.Datetime("ns", "UTC")})
     grid = times.join(pl.LazyFrame({"sym": params["b_syms"]}, schema={"sym": pl.String}), how="cross")
     last = grid.join_asof(trades, left_on="t", right_on="ts", by="sym", strategy="backward",

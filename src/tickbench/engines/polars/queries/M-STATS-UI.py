@@ -5,7 +5,7 @@ from typing import Any
 
 import polars as pl
 
-from tickbench.engines.polars.market import MarketStore
+from tickbench.engines.polars.market import MarketStore, named
 
 
 def query(store: MarketStore, params: dict[str, Any]) -> pl.LazyFrame:
@@ -15,7 +15,7 @@ def query(store: MarketStore, params: dict[str, Any]) -> pl.LazyFrame:
     parts = [store.basket("trades", baskets[req], start, end, ["price", "amount"], req=req)
              for req, start, end in zip(params["ui_req"], params["ui_from"], params["ui_to"], strict=True)]
     price, amount = pl.col("price"), pl.col("amount")
-    return pl.concat(parts).with_columns(pl.col("req").cast(pl.Int64)).group_by("req", "sym").agg(
+    return named(pl.concat(parts).with_columns(pl.col("req").cast(pl.Int64)).group_by("req", "sym").agg(
         n=pl.len().cast(pl.Int64), volume=amount.sum(), vwap=(price * amount).sum() / amount.sum(),
         open=price.first(), high=price.max(), low=price.min(), close=price.last(), sd=price.std(ddof=1),
-    ).sort("req", "sym")
+    ).sort("req", "sym"))

@@ -4,7 +4,7 @@ from typing import Any
 
 import polars as pl
 
-from tickbench.engines.polars.market import MarketStore
+from tickbench.engines.polars.market import MarketStore, named
 
 HORIZONS_S = (1, 10, 60, 300)
 
@@ -15,11 +15,10 @@ def query(store: MarketStore, params: dict[str, Any]) -> pl.LazyFrame:
                           schema={"exchange": pl.String, "sym": pl.String, "trade_id": pl.Int64})
     day = params["d_start"], params["d_end"]
     syms = sorted(set(params["p_syms"]))
-    trades = (store.basket("trades", syms, *day, ["ts", "exchange", "trade_id", "side", "price", "amount"])
-              .with_columns(pl.col("exchange").cast(pl.String))
+    trades = (named(store.basket("trades", syms, *day, ["ts", "exchange", "trade_id", "side", "price", "amount"]),
+                    "exchange")
               .join(wanted, on=["exchange", "sym", "trade_id"], how="semi"))
-    quotes = store.basket("quotes", syms, *day, ["ts", "exchange", "bid", "ask"]).with_columns(
-        pl.col("exchange").cast(pl.String))
+    quotes = named(store.basket("quotes", syms, *day, ["ts", "exchange", "bid", "ask"]), "exchange")
     probes = pl.concat([trades.with_columns(h=pl.lit(h, pl.Int64),
                                             at=pl.col("ts") + pl.duration(seconds=h, time_unit="ns"))
                         for h in HORIZONS_S]).sort("at")

@@ -4,7 +4,7 @@ from typing import Any
 
 import polars as pl
 
-from tickbench.engines.polars.market import MarketStore
+from tickbench.engines.polars.market import MarketStore, named
 
 
 def query(store: MarketStore, params: dict[str, Any]) -> pl.LazyFrame:
@@ -12,4 +12,4 @@ def query(store: MarketStore, params: dict[str, Any]) -> pl.LazyFrame:
     ts = pl.col("ts")
     minute = (ts.dt.hour().cast(pl.Int64) * 60 + ts.dt.minute().cast(pl.Int64)) - params["session_open_minute"]
     avg = pl.col("amount").sum() / params["m_day_count"]
-    return trades.group_by("sym", bucket=minute // 5 * 5).agg(avg_volume=avg).sort("sym", "bucket")
+    return named(trades.group_by("sym", bucket=minute // 5 * 5).agg(avg_volume=avg).sort("sym", "bucket"))

@@ -47,7 +47,7 @@ def test_market_suite_verifies(engine: str, market_tiny: Dataset, tmp_path: Path
     out = tmp_path / "run"
     # One engine load for the 15 queries, M-W, M-SE, the users cells (1 and 3 users) and M-SNAP
     # during ingest (tests/test_market_users.py checks the users' machinery on a toy engine).
-    opts = suite_options(users=(1, 3), ui_users=3, ingest_rates=(None,), ingest_writers=(2,), ingest_seconds=2.0)
+    opts = suite_options(users=(1, 3), ui_users=3, ingest_rates=(None,), ingest_writers=(2,), ingest_minutes=10.0)
     run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
                    protocol=Protocol(repetitions=2, timeout_s=120, save_answers=out / "answers")))
     results = read_results(out / "results.json")
@@ -70,7 +70,7 @@ def test_market_suite_verifies(engine: str, market_tiny: Dataset, tmp_path: Path
         assert by_id[bench].status == expected, f"{bench}: {by_id[bench].status} {by_id[bench].reason}"
     if issubclass(cls, MarketIngest):
         assert by_id[during].status == "ok", f"during ingest: {by_id[during].status} {by_id[during].reason}"
-        assert by_id[during].verified is True and by_id[during].figures["after"]["queries"] == 3 * 2
+        assert by_id[during].verified is True and by_id[during].figures["alone"]["queries"] >= 3 * 20
     else:
         assert by_id[during].status == "unsupported" and by_id[during].reason
     for bench in users:

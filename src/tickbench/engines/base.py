@@ -578,6 +578,15 @@ class MarketIngest(ABC):
     quotes and trades empty), into which the market suite streams day D's quotes and trades
     through the engine's fastest streaming path while users query it with their own readers."""
 
+    #: Whether a row is visible to a new query as soon as its write is acknowledged (committed):
+    #: the during-ingest cell then records "visible on commit" instead of its watcher's poll
+    #: latency, and fails if an acknowledged row is not visible at once.
+    market_ingest_visible_on_commit: ClassVar[bool] = False
+    #: Why the store's writers and watcher must be threads of the engine's process (an embedded
+    #: store no second process may open while this one has it); empty when other processes may
+    #: write it (a server). Recorded with every during-ingest cell.
+    market_ingest_one_process: ClassVar[str] = ""
+
     @abstractmethod
     def market_ingest_open(self, store: Path) -> None:
         """Create the empty market store in ``store`` (a fresh directory) with the instruments

@@ -75,6 +75,9 @@ class PostgresMarketReader(MarketReader):
 class PostgresMarketIngest(MarketIngest):
     """The market ingest capability of the PostgreSQL adapter and of the engines built on it."""
 
+    # A COPY's rows are visible to every statement that begins after it commits (read committed).
+    market_ingest_visible_on_commit: ClassVar[bool] = True
+
     #: The indexes of the ingest store's tables, built while they are empty (``None``: none).
     #: PostgreSQL's market btrees: the loaded store builds them after its COPY, and TimescaleDB's
     #: (which has none, its compressed chunks indexing their batches) needs them here, where the

@@ -428,9 +428,11 @@ class Writers:
             self.rss.append(msg[3])
             self.ready.append(w)
 
-    def run(self, dest: Destination, rate: int | None, seconds: float) -> Run:
+    def run(self, dest: Destination, rate: int | None, seconds: float, cap_s: float | None = None) -> Run:
         """Every writer against ``dest`` at ``rate`` events/s (``None``: as fast as possible)
-        for at most ``seconds`` (a fixed rate may overrun to ``3 × seconds + 10`` while behind)."""
+        for at most ``seconds`` (a fixed rate may overrun to ``3 × seconds + 10`` while behind);
+        with ``cap_s``, for at most ``cap_s`` seconds whatever the rate (a replay of a fixed span
+        that the writers send whole unless the engine takes longer than that)."""
         plan = self.plan
         step = 0.0 if rate is None else 1e9 / rate
         errors = list(self.errors)
@@ -448,6 +450,8 @@ class Writers:
                 armed.append(w)
         start = perf() + START_LEAD_NS
         stop = start + int(seconds * 1e9) if rate is None else start + int((3 * seconds + 10) * 1e9)
+        if cap_s is not None:
+            stop = start + int(cap_s * 1e9)
         for w in armed:
             self.pipes[w].send((start, stop))
         submit = np.zeros(len(plan), np.int64)

@@ -34,9 +34,10 @@ NO_INGEST = "no market ingest capability: the engine has no streaming path into 
 LINGER_S = 0.01  # at a fixed rate a write carries the events due within this long (the stream suite's default)
 RATES: tuple[int | None, ...] = (10_000, 100_000, None)
 WRITERS: tuple[int, ...] = (1, 2)
-# D's first 10 minutes: about 5 % of the day at SF 1 (its opening burst and the busy first
-# minutes, ~140 k events): 14 s at 10 k/s, and 2-3 min at the slowest streaming path of the
-# 2026-11-26 run (ArcticDB, 750-1,700 events/s), so a cell's two replays fit its time budget.
+# D's first 10 minutes: its opening burst and busiest minutes, about 5 % of the day at SF 1 by
+# the generator's intraday profile (~140 k events): ~14 s at 10 k/s, and an estimated 1.5-3 min
+# at the slowest streaming path of the 2026-11-26 run (ArcticDB, 750-1,700 events/s), so a
+# cell's two replays fit its time budget (METHODOLOGY.md, "Queries during ingest").
 SPAN_MINUTES = 10.0
 CAP_SECONDS = 600.0  # one replay of the span stops after this long (noted: the span is then not covered)
 VISIBLE_ON_COMMIT = "visible on commit"

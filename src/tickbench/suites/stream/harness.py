@@ -42,6 +42,7 @@ import psutil
 import pyarrow as pa
 
 from tickbench.engines.base import StreamSender, StreamTarget
+from tickbench.run.engine_process import die_with_parent
 
 perf = time.perf_counter_ns
 LOOPBACK = "127.0.0.1"
@@ -297,7 +298,9 @@ class Child:
     def __init__(self, func: str, *args: Any) -> None:
         ours, theirs = socket.socketpair()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        code = f"from tickbench.suites.stream.harness import _child; _child({theirs.fileno()})"
+        # The parent's pid goes in the code: a child that looked it up itself after the parent
+        # was killed would watch its new parent (init) and outlive the run.
+        code = f"from tickbench.suites.stream.harness import _child; _child({theirs.fileno()}, {os.getpid()})"
         self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[theirs.fileno()], env=env,
                                      stdin=subprocess.DEVNULL)
         theirs.close()
@@ -317,14 +320,19 @@ class Child:
 
 def _orphan_watch(parent: int) -> None:
     """End this child once the process that started it is gone (e.g. a worker killed at its
-    time limit), so no writer or sink outlives its cell."""
+    time limit), so no writer or sink outlives its cell: the kernel's SIGKILL when the parent
+    ends (Linux), this look every second otherwise."""
     while os.getppid() == parent:
         time.sleep(1.0)
     os._exit(1)
 
 
-def _child(fd: int) -> None:
-    threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
+def _child(fd: int, parent: int) -> None:
+    with contextlib.suppress(OSError, AttributeError):  # prctl is Linux's
+        die_with_parent(parent)
+    if os.getppid() != parent:  # the parent ended before this child started
+        os._exit(1)
+    threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
     conn = Connection(fd)
     func, args = conn.recv()
     main: Any = {"writer_main": writer_main, "sink_main": sink_main}[func]

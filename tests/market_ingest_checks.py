@@ -24,7 +24,14 @@ from tickbench.market_params import MarketParams
 from tickbench.market_reference import answer
 from tickbench.results import Record
 from tickbench.suites.market.during_ingest import VISIBLE_ON_COMMIT, visible_text
-from tickbench.suites.market.ingest_ops import ALONE_MIN_QUERIES, TABLES, MarketReplay, probes
+from tickbench.suites.market.ingest_ops import (
+    ALONE_MIN_QUERIES,
+    TABLES,
+    WATCHER_PROCESS,
+    WATCHER_THREAD,
+    MarketReplay,
+    probes,
+)
 from tickbench.verify import compare, normalize
 
 EVENTS = 4_000  # D's first events (quotes and trades in time order)
@@ -107,6 +114,9 @@ def check_ingest_record(rec: Record, cls: type[Engine], ds: Dataset, params: Mar
         assert f["visibility"] is None and visible_text(f) == VISIBLE_ON_COMMIT
     else:
         assert f["visibility"]["count"] > 0 and visible_text(f).endswith(" ms")
+    # the watcher in a process of its own wherever the engine gives its counts as plain data
+    own = cls.market_ingest_counter is not MarketIngest.market_ingest_counter and "thread" not in f["writers_mode"]
+    assert f["watcher"] == (WATCHER_PROCESS if own else WATCHER_THREAD)
     if "thread" in f["writers_mode"]:  # an embedded store: the cell says why
         assert f["one_process"] == cls.market_ingest_one_process != "" and f["one_process"] in rec.notes
     else:

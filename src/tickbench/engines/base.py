@@ -572,6 +572,19 @@ class MarketReader(ABC):
         """Release the connection or cursor."""
 
 
+class MarketCounter(ABC):
+    """The visibility counts of an open market ingest store as plain data (pickled into the
+    watcher's own process): ``count`` as :meth:`MarketIngest.market_ingest_count`, over a
+    connection the object opens in that process."""
+
+    @abstractmethod
+    def count(self, table: str, upto_ns: int) -> int:
+        """Rows of ``table`` visible to a new query now with ``ts`` at or before ``upto_ns``."""
+
+    def close(self) -> None:  # noqa: B027 - optional: nothing to close by default
+        """Close the connection."""
+
+
 class MarketIngest(ABC):
     """Capability: queries while the market ingests (SPEC §2.3's last paragraph): a store with
     the market schema, built as :meth:`Market.load_market` builds it (its instruments loaded,
@@ -610,6 +623,11 @@ class MarketIngest(ABC):
 
     def market_ingest_close(self) -> None:  # noqa: B027 - optional: nothing to close by default
         """Close the store and release its readers; its data may stay on disk."""
+
+    def market_ingest_counter(self) -> MarketCounter | None:
+        """The open store's counts as plain data, for a watcher in a process of its own; ``None``
+        (the default) keeps the watcher a thread of the engine's process."""
+        return None
 
 
 class Server(ABC):  # noqa: B024 - a capability with nothing to add to Engine's methods

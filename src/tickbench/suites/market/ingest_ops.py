@@ -24,13 +24,14 @@ is exactly the reference's over the whole day with those times, which the runner
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -38,17 +39,19 @@ import pyarrow.parquet as pq
 
 from tickbench import latency
 from tickbench.data.dataset import Dataset
-from tickbench.engines.base import Engine, MarketIngest, MarketReader, Server, capability
+from tickbench.engines.base import Engine, MarketCounter, MarketIngest, MarketReader, Server, capability
 from tickbench.market_params import MarketParams
 from tickbench.params import params_from_dict
-from tickbench.suites.stream.harness import Destination, Plan, Sink, Writers
+from tickbench.suites.stream.harness import Child, Destination, Plan, Sink, Writers
 
 perf = time.perf_counter_ns
 # The queries-alone control: each user re-runs this many of its during-ingest probe sets (evenly
 # drawn from them in their order; repeated when it ran fewer), at least the protocol's repetitions.
 ALONE_MIN_QUERIES = 20
 ALONE_MAX_QUERIES = 100
-WATCHER = "a thread of the engine's worker process, beside the users' threads"
+WATCHER_THREAD = "a thread of the engine's worker process, beside the users' threads"
+WATCHER_PROCESS = "a process of its own, with its own connection"
+WATCHER_READY_S = 120.0
 # The watermark a query binds is rounded down to a checkpoint: the end of the replay's first
 # len / 2**k events, k = 0 … CHECKPOINT_HALVINGS. Halving steps, not equal ones: an engine that takes
 # a few thousand events a second of a million planned still queries during its ingest.
@@ -129,10 +132,35 @@ class MarketReplay:
         return out
 
 
+class Counting(Protocol):
+    def market_ingest_count(self, table: str, upto_ns: int) -> int: ...
+
+
+class Replayed(Protocol):
+    """What the watcher needs of a replay (:class:`MarketReplay`, or :class:`ReplayedTs` in the
+    watcher's own process)."""
+
+    open_ns: int
+    end_ns: int
+
+    def expected(self, table: str, upto: int) -> int: ...
+    def candidate(self, visible: dict[str, int]) -> int: ...
+
+
+class ReplayedTs:
+    """A replay's per-table ts, open and end: what the watcher's own process is sent."""
+
+    def __init__(self, ts: dict[str, np.ndarray], open_ns: int, end_ns: int) -> None:
+        self.ts, self.open_ns, self.end_ns = ts, open_ns, end_ns
+
+    expected = MarketReplay.expected
+    candidate = MarketReplay.candidate
+
+
 class Watermark:
     """The watcher: proves, again and again, how far the replayed rows are all visible."""
 
-    def __init__(self, ingest: MarketIngest, replay: MarketReplay) -> None:
+    def __init__(self, ingest: Counting, replay: Replayed) -> None:
         self.ingest, self.replay = ingest, replay
         self.value: int | None = None  # the latest proved watermark
         self.checks: list[tuple[int, int, int]] = []  # (start, end, watermark proved) of each advance
@@ -273,7 +301,7 @@ def ingest_cell(adapter: Engine, store: Path, rate: int | None, writers: int, mi
     out.update({"path": target.path, "dataset_events": replay.total, "replayed_events": len(replay),
                 "span_ns": replay.span_ns, "span_end_ns": replay.end_ns, "open_ns": replay.open_ns,
                 "alone": alone, "ceiling": alone["ceiling"], "ceiling_sink": alone["ceiling_sink"],
-                "visible_on_commit": on_commit, "watcher": WATCHER,
+                "visible_on_commit": on_commit,
                 "one_process": type(ingest).market_ingest_one_process if target.in_process else "",
                 "noop": noop, "errors": errors})
     return out
@@ -377,20 +405,105 @@ def _threads(n: int, fn: Any) -> None:
         t.join()
 
 
+class _CounterCounts:
+    """A :class:`MarketCounter` seen as :class:`Counting`."""
+
+    def __init__(self, counter: MarketCounter) -> None:
+        self.counter = counter
+
+    def market_ingest_count(self, table: str, upto_ns: int) -> int:
+        return self.counter.count(table, upto_ns)
+
+
+def watcher_main(counter: MarketCounter, ts: dict[str, np.ndarray], open_ns: int, end_ns: int, conn: Any) -> None:
+    """The watcher in a process of its own (:class:`~tickbench.suites.stream.harness.Child`):
+    report ready, then check back to back, sending each advance ``("mark", start, end, W)``,
+    until the parent's stop; then ``("done", polls, error)``."""
+    mark = Watermark(_CounterCounts(counter), ReplayedTs(ts, open_ns, end_ns))
+    error = ""
+    try:
+        counter.count(TABLES[0], open_ns)  # connect before the clock
+        conn.send(("ready",))
+        sent = 0
+        while not conn.poll():
+            mark.check()
+            for c in mark.checks[sent:]:
+                conn.send(("mark", *c))
+            sent = len(mark.checks)
+            time.sleep(0.001)
+        conn.recv()
+    except BaseException as exc:  # recorded for the cell
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        counter.close()
+    conn.send(("done", mark.polls, error))
+
+
+class _Watcher:
+    """The cell's watcher: a thread of this process checking ``mark``, or, for a store whose
+    counts another process may take (:meth:`MarketIngest.market_ingest_counter`), a process of
+    its own whose advances a thread here copies into ``mark``."""
+
+    def __init__(self, ingest: MarketIngest, replay: MarketReplay, mark: Watermark, in_process: bool,
+                 errors: list[str]) -> None:
+        self.mark, self.errors = mark, errors
+        self.done = threading.Event()
+        counter = None if in_process else ingest.market_ingest_counter()
+        self.child: Child | None = None
+        self.mode = WATCHER_THREAD
+        if counter is not None:
+            self.child = Child("tickbench.suites.market.ingest_ops:watcher_main", counter, replay.ts, replay.open_ns,
+                               replay.end_ns)
+            self.mode = WATCHER_PROCESS
+            if not self.child.conn.poll(WATCHER_READY_S) or self.child.conn.recv()[0] != "ready":
+                self.child.kill()
+                raise RuntimeError(f"the watcher process was not ready within {WATCHER_READY_S:g} s")
+        self.thread = threading.Thread(target=self._copy if self.child else self._watch, name="watermark")
+
+    def _watch(self) -> None:
+        try:
+            while not self.done.is_set():
+                self.mark.check()
+                time.sleep(0.001)
+        except Exception as exc:
+            self.errors.append(f"watermark: {type(exc).__name__}: {exc}")
+
+    def _copy(self) -> None:
+        assert self.child is not None
+        try:
+            while True:
+                msg = self.child.conn.recv()
+                if msg[0] == "done":
+                    self.mark.polls += int(msg[1])
+                    if msg[2]:
+                        self.errors.append(f"watermark: {msg[2]}")
+                    return
+                _, start, end, value = msg
+                self.mark.checks.append((start, end, value))
+                self.mark.value = value
+        except (EOFError, OSError) as exc:
+            self.errors.append(f"watermark: the watcher process ended: {type(exc).__name__}: {exc}")
+
+    def __enter__(self) -> _Watcher:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        if self.child is not None:
+            with contextlib.suppress(OSError):
+                self.child.conn.send(None)
+        self.thread.join()
+        if self.child is not None:
+            self.child.join(30)
+
+
 def _engine_run(ingest: MarketIngest, pool: Writers, plan: Plan, replay: MarketReplay, readers: list[MarketReader],
                 users: list[MarketParams], rate: int | None, cap_s: float, repetitions: int, on_commit: bool,
                 errors: list[str]) -> dict[str, Any]:
     mark = Watermark(ingest, replay)
     done = threading.Event()
     logs = [UserLog() for _ in users]
-
-    def watch() -> None:
-        try:
-            while not done.is_set():
-                mark.check()
-                time.sleep(0.001)
-        except Exception as exc:
-            errors.append(f"watermark: {type(exc).__name__}: {exc}")
 
     def user(i: int) -> None:
         p, log = users[i], logs[i]
@@ -407,18 +520,16 @@ def _engine_run(ingest: MarketIngest, pool: Writers, plan: Plan, replay: MarketR
         except Exception as exc:
             log.error = f"user {i} during the ingest: {type(exc).__name__}: {exc}"
 
-    watcher = threading.Thread(target=watch, name="watermark")
-    watcher.start()
-    threads = [threading.Thread(target=user, args=(i,)) for i in range(len(users))]
-    for t in threads:
-        t.start()
-    try:
-        run = pool.run(Destination("engine"), rate, cap_s, cap_s=cap_s)
-    finally:
-        done.set()
+    with _Watcher(ingest, replay, mark, pool.target.in_process, errors) as watcher:
+        threads = [threading.Thread(target=user, args=(i,)) for i in range(len(users))]
         for t in threads:
-            t.join()
-        watcher.join()
+            t.start()
+        try:
+            run = pool.run(Destination("engine"), rate, cap_s, cap_s=cap_s)
+        finally:
+            done.set()
+            for t in threads:
+                t.join()
     errors += run.errors
     # After the writers: every acknowledged row visible, then the final watermark.
     _all_visible(ingest, _acked(plan, run), mark, on_commit, errors, "during the ingest")
@@ -439,7 +550,7 @@ def _engine_run(ingest: MarketIngest, pool: Writers, plan: Plan, replay: MarketR
 
     _threads(len(users), alone)
     return {**_ingest_figures(plan, run, replay, mark, on_commit), "final_watermark_ns": final,
-            "users": [lg.reply() for lg in logs], "polls": mark.polls,
+            "users": [lg.reply() for lg in logs], "polls": mark.polls, "watcher": watcher.mode,
             "during_seconds": _seconds(logs, "during"), "alone_seconds": _seconds(logs, "alone")}
 
 

@@ -152,10 +152,17 @@ def _span(f: dict[str, Any]) -> str:
     return f"{f['span_minutes']:g} min · {f['replayed_events']:,} ev"
 
 
+def _processes(f: dict[str, Any]) -> str:
+    if not f.get("writers_mode"):
+        return "—"
+    watcher = str(f.get("watcher") or "")
+    return f"{f['writers_mode']}; watcher: {'a process' if watcher.startswith('a process') else 'a thread'}"
+
+
 def ingest_table(view: SuiteView) -> Grid:
     g = Grid(["engine", "rate", "writers", "span of D", "events/s during", "events/s alone", "during / alone",
               "writers' ceiling", "visible p50", "M-SNAP p50 during", "p50 alone", "during / alone", "p99 during",
-              "p99 alone", "queries during", "users' ceiling q/s", "writers"])
+              "p99 alone", "queries during", "users' ceiling q/s", "writers and watcher"])
     for r in ingest_records(view):
         f = r.figures
         key: list[Item | str] = [r.engine, str(f.get("rate", "")), Item(str(f.get("writers", "")), "num")]
@@ -176,12 +183,13 @@ def ingest_table(view: SuiteView) -> Grid:
               Item(_ms(d, "p99_ms"), "num"), Item(_ms(a, "p99_ms"), "num"),
               Item(f"{d.get('queries', 0):,}", "num"),
               Item("—" if f.get("users_ceiling_qps") is None else f"{f['users_ceiling_qps']:,.0f}", "num"),
-              Item(str(f.get("writers_mode") or "—"), "", f.get("one_process") or ""))
+              Item(_processes(f), "", f.get("one_process") or ""))
     g.notes.append("events/s: rows acknowledged per second, the rate achieved (⚠ within 2× of the same writers' rate "
                    "into the harness's sink: client-bound); alone: the same replay with no users; visible: from a "
                    "write's acknowledgement to the end of the first check that proved its rows visible (an upper "
                    "bound), or \"visible on commit\" for an engine whose acknowledged writes are (checked); M-SNAP "
                    "latencies in ms over every user's queries; alone: the same users, probe times and store with no "
-                   "writer running (⚠ within 2× of the same users against a no-op query); writers: processes, or "
-                   "threads of the engine's process where the engine admits one process (the reason in the cell).")
+                   "writer running (⚠ within 2× of the same users against a no-op query); writers and watcher: "
+                   "processes of their own, or threads of the engine's process where the engine admits one "
+                   "process on its store (the reason in the cell).")
     return g

@@ -25,6 +25,7 @@ which is the harness ceiling the engine's figures are judged against (:func:`bou
 from __future__ import annotations
 
 import contextlib
+import importlib
 import itertools
 import os
 import socket
@@ -293,7 +294,8 @@ def _send_all(sender: StreamSender, payloads: list[Any], dest: Destination, due_
 
 
 class Child:
-    """A subprocess running ``harness.<func>(conn, *args)``; ``args`` go over the connection."""
+    """A subprocess running ``harness.<func>(*args, conn)`` (or ``<module>:<func>`` of another
+    tickbench module); ``args`` go over the connection."""
 
     def __init__(self, func: str, *args: Any) -> None:
         ours, theirs = socket.socketpair()
@@ -335,7 +337,12 @@ def _child(fd: int, parent: int) -> None:
     threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
     conn = Connection(fd)
     func, args = conn.recv()
-    main: Any = {"writer_main": writer_main, "sink_main": sink_main}[func]
+    main: Any = {"writer_main": writer_main, "sink_main": sink_main}.get(func)
+    if main is None:  # another suite's child, named "tickbench.<module>:<function>"
+        module, _, name = func.partition(":")
+        if not module.startswith("tickbench."):
+            raise ValueError(f"not a tickbench child: {func!r}")
+        main = getattr(importlib.import_module(module), name)
     main(*args, conn)
 
 

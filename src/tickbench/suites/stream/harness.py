@@ -25,9 +25,11 @@ which is the harness ceiling the engine's figures are judged against (:func:`bou
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import itertools
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -43,7 +45,6 @@ import psutil
 import pyarrow as pa
 
 from tickbench.engines.base import StreamSender, StreamTarget
-from tickbench.run.engine_process import die_with_parent
 
 perf = time.perf_counter_ns
 LOOPBACK = "127.0.0.1"
@@ -329,10 +330,13 @@ def _orphan_watch(parent: int) -> None:
     os._exit(1)
 
 
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent ends
+
+
 def _child(fd: int, parent: int) -> None:
     with contextlib.suppress(OSError, AttributeError):  # prctl is Linux's
-        die_with_parent(parent)
-    if os.getppid() != parent:  # the parent ended before this child started
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before this child started (or the request took effect)
         os._exit(1)
     threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
     conn = Connection(fd)

@@ -12,7 +12,8 @@ the rows already visible. Two controls go with it:
   writer running.
 
 *Already visible* is a watermark: the latest ``W`` such that every replayed row with
-``ts <= W`` is visible, proved by counting (a watcher thread asks the engine how many rows of
+``ts <= W`` is visible, proved by counting (the watcher, a thread of this process or, when the
+engine gives its counts as plain data, a process of its own, asks the engine how many rows of
 each table with ``ts <= x`` it sees, and compares with the replay's own count; the candidate x
 comes from the visible totals, bisected down when several writers leave gaps). A user's query
 binds its own probe times mapped into the session's start … the watermark (rounded down to one

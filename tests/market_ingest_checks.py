@@ -1,8 +1,11 @@
-"""A check of a server engine's market ingest store (:class:`~tickbench.engines.base.MarketIngest`),
-shared by the engines' own tests: the first events of day D sent through the store's target (as
-a writer process would, the target pickled), counted to the nanosecond around a row's ts, read
-back by a user's reader with the engine's M-SNAP file and verified against the reference, and
-the store gone from the server once closed."""
+"""Checks of an engine's market ingest (:class:`~tickbench.engines.base.MarketIngest`):
+
+* :func:`check_ingest_record`, for every market engine's suite test: a during-ingest record
+  and its controls;
+* :func:`check_market_ingest`, shared by the server engines' own tests: the first events of day
+  D sent through the store's target (as a writer process would, the target pickled), counted to
+  the nanosecond around a row's ts, read back by a user's reader with the engine's M-SNAP file
+  and verified against the reference, and the store gone from the server once closed."""
 
 from __future__ import annotations
 
@@ -13,12 +16,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, MarketIngest, capability
 from tickbench.market_params import MarketParams
 from tickbench.market_reference import answer
-from tickbench.suites.market.ingest_ops import TABLES, MarketReplay, probes
+from tickbench.results import Record
+from tickbench.suites.market.during_ingest import VISIBLE_ON_COMMIT, visible_text
+from tickbench.suites.market.ingest_ops import (
+    ALONE_MIN_QUERIES,
+    TABLES,
+    WATCHER_PROCESS,
+    WATCHER_THREAD,
+    MarketReplay,
+    probes,
+)
 from tickbench.verify import compare, normalize
 
 EVENTS = 4_000  # D's first events (quotes and trades in time order)
@@ -70,3 +83,41 @@ def check_market_ingest(engine: Engine, ds: Dataset, params: MarketParams, store
     finally:
         ingest.market_ingest_close()
     assert not leftovers(), "the closed store is still on the server"
+
+
+def check_ingest_record(rec: Record, cls: type[Engine], ds: Dataset, params: MarketParams, minutes: float,
+                        users: int) -> None:
+    """A during-ingest record of an engine with the capability ``cls``, at the tiniest scale:
+    verified, the span of D it replayed the same as every engine's (``minutes`` of D from its
+    open, as the reference replay cuts it), the ingest alone and the queries alone beside it with
+    their during/alone ratios, "visible on commit" exactly when the engine declares it, and the
+    writers' and watcher's process rule."""
+    assert issubclass(cls, MarketIngest)
+    assert rec.status == "ok" and rec.verified is True, f"{rec.status} {rec.reason}"
+    f = rec.figures
+    replay = MarketReplay(ds, params, span_ns=int(minutes * 60e9))
+    assert f["span_minutes"] == minutes
+    assert (f["replayed_events"], f["span_start_ns"], f["span_end_ns"]) == (len(replay), replay.open_ns,
+                                                                            replay.end_ns)
+    # the whole span sent, during the queries and alone, at the rate achieved
+    assert f["written"] == f["planned"] == f["ingest_alone_written"] == sum(t.num_rows for t in replay.tables.values())
+    assert f["throughput"] > 0 and f["ingest_alone_events_per_s"] > 0
+    assert f["ingest_during_over_alone"] == pytest.approx(f["throughput"] / f["ingest_alone_events_per_s"])
+    # queries alone: the same users, at least ALONE_MIN_QUERIES each, beside those during the ingest
+    assert f["during"]["queries"] > 0 and f["alone"]["queries"] >= users * ALONE_MIN_QUERIES
+    assert f["query_alone_p50_ms"] == f["alone"]["p50_ms"] > 0
+    assert f["query_during_over_alone"] > 0
+    assert f["query_during_over_alone"] == pytest.approx(f["during"]["p50_ms"] / f["query_alone_p50_ms"])
+    assert "after" not in f and "during_over_after" not in f
+    assert f["visible_on_commit"] is cls.market_ingest_visible_on_commit
+    if cls.market_ingest_visible_on_commit:  # no poll latency: it would be the watcher's own
+        assert f["visibility"] is None and visible_text(f) == VISIBLE_ON_COMMIT
+    else:
+        assert f["visibility"]["count"] > 0 and visible_text(f).endswith(" ms")
+    # the watcher in a process of its own wherever the engine gives its counts as plain data
+    own = cls.market_ingest_counter is not MarketIngest.market_ingest_counter and "thread" not in f["writers_mode"]
+    assert f["watcher"] == (WATCHER_PROCESS if own else WATCHER_THREAD)
+    if "thread" in f["writers_mode"]:  # an embedded store: the cell says why
+        assert f["one_process"] == cls.market_ingest_one_process != "" and f["one_process"] in rec.notes
+    else:
+        assert "process" in f["writers_mode"] and not f["one_process"]

@@ -136,8 +136,9 @@ def market_table(runs: list[Results], command: str, conditions: str) -> str:
              *(f"{e}: not run here ({why})" for e, why in sorted(absent.items()))]
     for heading, title in (("### Users", "Users (each user's own client; M-VWAB-12D by 1 to 100 users, M-SNAP and "
                                          "M-STATS-UI by 10):"),
-                           ("### During ingest", "M-SNAP during ingest (day D replayed into a fresh store while "
-                                                 "the users query) against after it:")):
+                           ("### During ingest", "M-SNAP during ingest (the same span of day D replayed into a fresh "
+                                                 "store while the users query) against ingest alone and queries "
+                                                 "alone:")):
         at = next((i for i, line in enumerate(text) if line == heading), None)
         if at is not None:
             parts += [title, "\n".join(_table_after(text, at))]

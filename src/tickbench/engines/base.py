@@ -596,11 +596,33 @@ class MarketReader(ABC):
         """Release the connection or cursor."""
 
 
+class MarketCounter(ABC):
+    """The visibility counts of an open market ingest store as plain data (pickled into the
+    watcher's own process): ``count`` as :meth:`MarketIngest.market_ingest_count`, over a
+    connection the object opens in that process."""
+
+    @abstractmethod
+    def count(self, table: str, upto_ns: int) -> int:
+        """Rows of ``table`` visible to a new query now with ``ts`` at or before ``upto_ns``."""
+
+    def close(self) -> None:  # noqa: B027 - optional: nothing to close by default
+        """Close the connection."""
+
+
 class MarketIngest(ABC):
     """Capability: queries while the market ingests (SPEC §2.3's last paragraph): a store with
     the market schema, built as :meth:`Market.load_market` builds it (its instruments loaded,
     quotes and trades empty), into which the market suite streams day D's quotes and trades
     through the engine's fastest streaming path while users query it with their own readers."""
+
+    #: Whether a row is visible to a new query as soon as its write is acknowledged (committed):
+    #: the during-ingest cell then records "visible on commit" instead of its watcher's poll
+    #: latency, and fails if an acknowledged row is not visible at once.
+    market_ingest_visible_on_commit: ClassVar[bool] = False
+    #: Why the store's writers and watcher must be threads of the engine's process (an embedded
+    #: store no second process may open while this one has it); empty when other processes may
+    #: write it (a server). Recorded with every during-ingest cell.
+    market_ingest_one_process: ClassVar[str] = ""
 
     @abstractmethod
     def market_ingest_open(self, store: Path) -> None:
@@ -625,6 +647,11 @@ class MarketIngest(ABC):
 
     def market_ingest_close(self) -> None:  # noqa: B027 - optional: nothing to close by default
         """Close the store and release its readers; its data may stay on disk."""
+
+    def market_ingest_counter(self) -> MarketCounter | None:
+        """The open store's counts as plain data, for a watcher in a process of its own; ``None``
+        (the default) keeps the watcher a thread of the engine's process."""
+        return None
 
 
 class Server(ABC):  # noqa: B024 - a capability with nothing to add to Engine's methods

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import arcticdb as adb
 import pandas as pd
@@ -194,6 +194,13 @@ class _Reader(MarketReader):
 
 class ArcticMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
     """The market capabilities of the ArcticDB adapter."""
+
+    # Not declared visible on commit: a payload is one append per instrument, committed symbol by
+    # symbol, so the watcher measures when all of a payload's rows are visible.
+    market_ingest_one_process: ClassVar[str] = (
+        "tickbench's ArcticDB ingest store learns the symbols it writes in the writing process (LMDB itself "
+        "admits writers in other processes; not used yet): writers and watcher are threads of the engine's "
+        "process")
 
     # Set by Engine.__init__ (the adapter's other base); the market suite's params are MarketParams.
     workdir: Path

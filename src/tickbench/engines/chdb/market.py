@@ -9,7 +9,7 @@ its own."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 from chdb.state.sqlitelike import Connection
@@ -83,6 +83,12 @@ class ChdbMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
     """The market capabilities for :class:`tickbench.engines.chdb.adapter.Adapter` (which
     inherits this), on its session's ``_sql``."""
 
+    # async_insert off: an INSERT returns once its part is committed, and a new query sees it.
+    market_ingest_visible_on_commit: ClassVar[bool] = True
+    market_ingest_one_process: ClassVar[str] = (
+        "chDB embeds one ClickHouse engine per process on its data path, and a second process cannot open that "
+        "path while it is open (\"Error initializing EmbeddedServer\"): writers and watcher are threads of the "
+        "engine's process")
     market_ingest_conn: str | None = None  # the session's connection string while the store is open
 
     if TYPE_CHECKING:  # the Adapter's, which inherits this

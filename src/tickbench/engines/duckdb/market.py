@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from abc import abstractmethod
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import duckdb
 import pyarrow as pa
@@ -96,6 +96,12 @@ class _Reader(MarketReader):
 class DuckDBMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
     """The market capabilities of the DuckDB adapter (mixed into ``Adapter``, which provides
     the connection, the dataset and the parameters)."""
+
+    # An INSERT's rows are visible to every cursor of the connection once it commits.
+    market_ingest_visible_on_commit: ClassVar[bool] = True
+    market_ingest_one_process: ClassVar[str] = (
+        "DuckDB lets one process open a database file for writing, and no other process open it meanwhile: "
+        "writers and watcher are threads of the engine's process")
 
     dataset: Dataset
     workdir: Path

@@ -24,7 +24,7 @@ import contextlib
 import datetime as dt
 import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import polars as pl
 import pyarrow as pa
@@ -89,6 +89,9 @@ class MarketLineTarget(LinePostTarget):
 
 class InfluxMarketIngest(MarketIngest):
     """The market ingest capability of the InfluxDB adapter, on its running server."""
+
+    # A point is in the cache, visible to a new query, before its write is acknowledged.
+    market_ingest_visible_on_commit: ClassVar[bool] = True
 
     if TYPE_CHECKING:  # the adapter's own, used here
         dataset: Dataset

@@ -28,7 +28,14 @@ from psycopg import sql
 
 from tickbench.data.dataset import Dataset
 from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
-from tickbench.engines.base import Endpoint, EngineUnavailable, MarketIngest, MarketReader, StreamTarget
+from tickbench.engines.base import (
+    Endpoint,
+    EngineUnavailable,
+    MarketCounter,
+    MarketIngest,
+    MarketReader,
+    StreamTarget,
+)
 from tickbench.engines.postgres.ingest import SYNCHRONOUS_COMMIT
 from tickbench.engines.postgres.market import COPY_INSTRUMENTS, DB, INSTRUMENT_COLUMNS
 from tickbench.engines.postgres.writer import CopyTarget
@@ -74,6 +81,9 @@ class PostgresMarketReader(MarketReader):
 
 class PostgresMarketIngest(MarketIngest):
     """The market ingest capability of the PostgreSQL adapter and of the engines built on it."""
+
+    # A COPY's rows are visible to every statement that begins after it commits (read committed).
+    market_ingest_visible_on_commit: ClassVar[bool] = True
 
     #: The indexes of the ingest store's tables, built while they are empty (``None``: none).
     #: PostgreSQL's market btrees: the loaded store builds them after its COPY, and TimescaleDB's
@@ -154,6 +164,12 @@ class PostgresMarketIngest(MarketIngest):
         row = self.market_counter.execute(COUNT_UPTO[table], [upto]).fetchone()
         return int(row[0]) if row else 0
 
+    def market_ingest_counter(self) -> MarketCounter:
+        """The counts over a connection of the watcher's own process (libpq's parameters)."""
+        if self.market_counter is None:
+            raise RuntimeError("the market ingest store is not open")
+        return _Counter(self.conninfo(DB, self.market_ingest_path()), self.market_session_sql)
+
     def market_ingest_reader(self) -> MarketReader:
         if self.market_counter is None:
             raise RuntimeError("the market ingest store is not open")
@@ -172,3 +188,25 @@ class PostgresMarketIngest(MarketIngest):
         self.market_counter = None
         with self._connect(DB) as c:
             c.execute(DROP)
+
+
+class _Counter(MarketCounter):
+    """``market_ingest_count`` from another process: its own connection, opened at first use."""
+
+    def __init__(self, conninfo: dict[str, Any], session_sql: str | None) -> None:
+        self.conninfo, self.session_sql = conninfo, session_sql
+        self.conn: psycopg.Connection[Any] | None = None
+
+    def count(self, table: str, upto_ns: int) -> int:
+        if self.conn is None:
+            self.conn = psycopg.connect(**self.conninfo, autocommit=True)
+            if self.session_sql:
+                self.conn.execute(self.session_sql)
+        upto = EPOCH + dt.timedelta(microseconds=upto_ns // 1_000)
+        row = self.conn.execute(COUNT_UPTO[table], [upto]).fetchone()
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None

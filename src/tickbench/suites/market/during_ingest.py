@@ -1,10 +1,12 @@
 """The market suite's queries during ingest (SPEC §2.3's last paragraph: "how does ingest affect
 queries?"): one cell per (rate, writers), ``M-SNAP/ingest/rate=<r>/writers=<w>``, on an engine
-with the :class:`~tickbench.engines.base.MarketIngest` capability. Day D's quotes and trades are
-replayed in time order into a fresh store through the engine's streaming path while the users
-run M-SNAP over the rows already visible (:mod:`tickbench.suites.market.ingest_ops`), then the
-same users after the ingest; every answer is checked here against the reference over that
-user's probe times (M-SNAP reads only rows at or before them, all of which were visible)."""
+with the :class:`~tickbench.engines.base.MarketIngest` capability. The same span of day D for
+every engine (its first ``--ingest-minutes`` of quotes and trades) is replayed in time order into
+a fresh store through the engine's streaming path while the users run M-SNAP over the rows
+already visible (:mod:`tickbench.suites.market.ingest_ops`), beside two controls: the same
+replay alone (no users) and the same users alone on the same store at the same watermarks. Every
+answer is checked here against the reference over that user's probe times (M-SNAP reads only
+rows at or before them, all of which were visible)."""
 
 from __future__ import annotations
 
@@ -32,34 +34,61 @@ NO_INGEST = "no market ingest capability: the engine has no streaming path into 
 LINGER_S = 0.01  # at a fixed rate a write carries the events due within this long (the stream suite's default)
 RATES: tuple[int | None, ...] = (10_000, 100_000, None)
 WRITERS: tuple[int, ...] = (1, 2)
+# D's first 10 minutes: its opening burst and busiest minutes, about 5 % of the day at SF 1 by
+# the generator's intraday profile (~140 k events): ~14 s at 10 k/s, and an estimated 1.5-3 min
+# at the slowest streaming path of the 2026-11-26 run (ArcticDB, 750-1,700 events/s), so a
+# cell's two replays fit its time budget (METHODOLOGY.md, "Queries during ingest").
+SPAN_MINUTES = 10.0
+CAP_SECONDS = 600.0  # one replay of the span stops after this long (noted: the span is then not covered)
+VISIBLE_ON_COMMIT = "visible on commit"
 
 
 class IngestFigures(BaseModel):
-    """A during-ingest cell: the replay, the ingest's figures beside the writers' ceiling, and
-    M-SNAP's latency during and after the ingest beside the users' ceiling."""
+    """A during-ingest cell: the span replayed, the ingest's figures during the queries and alone
+    beside the writers' ceiling, and M-SNAP's latency during the ingest and alone beside the
+    users' ceiling, with the during/alone ratios."""
 
     model_config = ConfigDict(extra="forbid")
     rate: str | None = None
     writers: int | None = None
     ingest_users: int | None = None
     batch: int | None = None
-    seconds_cap: float | None = None
+    span_minutes: float | None = None
+    span_start_ns: int | None = None
+    #: Every replayed row has ``ts <= span_end_ns``, and every row of D up to it is replayed.
+    span_end_ns: int | None = None
+    cap_seconds: float | None = None
     path: str | None = None
     dataset_events: int | None = None
     replayed_events: int | None = None
     planned: int | None = None
     written: int | None = None
     ingest_seconds: float | None = None
+    #: Rows acknowledged per second while the users queried: the rate achieved.
     throughput: float | None = None
+    ingest_alone_events_per_s: float | None = None
+    ingest_alone_written: int | None = None
+    ingest_alone_seconds: float | None = None
+    #: ``throughput`` over ``ingest_alone_events_per_s``.
+    ingest_during_over_alone: float | None = None
     ingest_ceiling: float | None = None
     ingest_ceiling_sink: str | None = None
     ingest_client_bound: bool | None = None
+    writers_mode: str | None = None
+    watcher: str | None = None
+    #: Why writers and watcher share the engine's process (an embedded store), else empty.
+    one_process: str | None = None
+    pinning: str | None = None
+    visible_on_commit: bool | None = None
+    #: acknowledged → visible, or ``None`` for an engine whose writes are visible on commit.
     visibility: dict[str, Any] | None = None
     watermark_polls: int | None = None
     during: dict[str, Any] | None = None
-    after: dict[str, Any] | None = None
-    #: M-SNAP's median during the ingest over its median after it.
-    during_over_after: float | None = None
+    #: The queries-alone control: the same users on the same store at the same watermarks.
+    alone: dict[str, Any] | None = None
+    query_alone_p50_ms: float | None = None
+    #: M-SNAP's median during the ingest over its median alone.
+    query_during_over_alone: float | None = None
     users_ceiling_qps: float | None = None
     users_ceiling_p50_ms: float | None = None
     users_client_bound: bool | None = None
@@ -118,7 +147,7 @@ class DuringIngest:
         ctx, o = self.ctx, self.ctx.opts
         base: dict[str, Any] = {"rate": rate_label(rate), "writers": writers, "ingest_users": o["ui_users"],
                                 "batch": batch_size(rate, o["ingest_batch"], LINGER_S),
-                                "seconds_cap": o["ingest_seconds"]}
+                                "span_minutes": float(o["ingest_minutes"]), "cap_seconds": float(o["ingest_seconds"])}
         for key in (bench, "M-SNAP/ingest", "M-SNAP"):
             if key in ctx.info.unsupported:
                 return ctx.make(bench, "unsupported", ctx.info.unsupported[key], figures=base)
@@ -129,29 +158,38 @@ class DuringIngest:
     def _cell(self, bench: str, rate: int | None, writers: int, base: dict[str, Any]) -> Record:
         ctx, proto = self.ctx, self.ctx.protocol
         params = self.users.params(ctx.opts["ui_users"])
-        seconds = float(ctx.opts["ingest_seconds"])
-        r = self.worker.call(8 * seconds + 600 + 2 * proto.timeout_s, op="market_ingest",
+        cap = base["cap_seconds"]
+        r = self.worker.call(2 * cap + 600 + 2 * proto.timeout_s, op="market_ingest",
                              store=str(ctx.workdir / "market-ingest" / "store"), rate=rate, writers=writers,
-                             seconds=seconds, batch=base["batch"], users=[p.as_dict() for p in params],
-                             repetitions=max(1, proto.repetitions))
+                             minutes=base["span_minutes"], cap_s=cap, batch=base["batch"],
+                             users=[p.as_dict() for p in params], repetitions=max(1, proto.repetitions))
+        alone_ingest = r["alone"]
         figures: dict[str, Any] = {
             **base, "path": r["path"], "dataset_events": r["dataset_events"], "replayed_events": r["replayed_events"],
+            "span_start_ns": r["open_ns"], "span_end_ns": r["span_end_ns"],
             "planned": r["planned"], "written": r["written"], "ingest_seconds": r["seconds"],
-            "throughput": r["throughput"], "ingest_ceiling": r["ceiling"], "ingest_ceiling_sink": r["ceiling_sink"],
+            "throughput": r["throughput"], "ingest_alone_events_per_s": alone_ingest["throughput"],
+            "ingest_alone_written": alone_ingest["written"], "ingest_alone_seconds": alone_ingest["seconds"],
+            "ingest_during_over_alone": (r["throughput"] / alone_ingest["throughput"]
+                                         if alone_ingest["throughput"] else None),
+            "ingest_ceiling": r["ceiling"], "ingest_ceiling_sink": r["ceiling_sink"],
             "ingest_client_bound": bound(r["throughput"], r["ceiling"]), "watermark_polls": r["polls"],
-            "visibility": latency.summary(latency.decode(r["visibility_hdr"])),
+            "writers_mode": r["writers_mode"], "watcher": r["watcher"], "one_process": r["one_process"],
+            "pinning": r["pinning"], "visible_on_commit": r["visible_on_commit"],
+            "visibility": (None if r["visibility_hdr"] is None
+                           else latency.summary(latency.decode(r["visibility_hdr"]))),
         }
         errors = list(r["errors"]) + [u["error"] for u in r["users"] if "error" in u]
         if errors:
             return ctx.make(bench, "error", "; ".join(errors)[:2000], figures=figures)
         during = _phase([u["during"] for u in r["users"]], r["during_seconds"])
-        after = _phase([u["after"] for u in r["users"]], r["after_seconds"])
+        alone = _phase([u["alone"] for u in r["users"]], r["alone_seconds"])
         noop = _phase([r["noop"]["ns"]], r["noop"]["seconds"])
-        figures.update({"during": during, "after": after, "users_ceiling_qps": noop.get("qps"),
-                        "users_ceiling_p50_ms": noop.get("p50_ms")})
-        if during.get("p50_ms") and after.get("p50_ms"):
-            figures["during_over_after"] = during["p50_ms"] / after["p50_ms"]
-        figures["users_client_bound"] = client_bound({"qps": after.get("qps"), "p50_ms": after.get("p50_ms")},
+        figures.update({"during": during, "alone": alone, "query_alone_p50_ms": alone.get("p50_ms"),
+                        "users_ceiling_qps": noop.get("qps"), "users_ceiling_p50_ms": noop.get("p50_ms")})
+        if during.get("p50_ms") and alone.get("p50_ms"):
+            figures["query_during_over_alone"] = during["p50_ms"] / alone["p50_ms"]
+        figures["users_client_bound"] = client_bound({"qps": alone.get("qps"), "p50_ms": alone.get("p50_ms")},
                                                      {"qps": noop.get("qps"), "p50_ms": noop.get("p50_ms")})
         probe_sets = 0
         for i, (u, p) in enumerate(zip(r["users"], params, strict=True)):
@@ -171,20 +209,30 @@ class DuringIngest:
                          "before the writers finished)")
         if figures["ingest_client_bound"]:
             notes.append("ingest client-bound: within 2× of the writers' ceiling")
-        if r["written"] < r["planned"]:
-            why = ("the engine fell behind the target rate" if rate is not None
-                   else f"as fast as possible, the cell replays {seconds:g} s at most")
-            notes.append(f"{r['planned'] - r['written']:,} of {r['planned']:,} events not sent within the cell's "
-                         f"time: {why}")
-        samples = [x for u in r["users"] for x in u["during"]] or [x for u in r["users"] for x in u["after"]]
+        for what, written in (("during the queries", r["written"]), ("alone", alone_ingest["written"])):
+            if written < r["planned"]:
+                notes.append(f"{r['planned'] - written:,} of the span's {r['planned']:,} events not sent {what} "
+                             f"within {cap:g} s: the engine took them more slowly than that")
+        if r["one_process"]:
+            notes.append(r["one_process"])
+        samples = [x for u in r["users"] for x in u["during"]] or [x for u in r["users"] for x in u["alone"]]
         return ctx.make(bench, "ok", verified=True, samples_ns=samples, rows=r["written"], figures=figures,
                         notes="; ".join(notes))
 
 
+def visible_text(f: dict[str, Any]) -> str:
+    """A cell's acknowledged → visible p50 in ms, or "visible on commit"."""
+    if f.get("visible_on_commit"):
+        return VISIBLE_ON_COMMIT
+    vis = f.get("visibility") or {}
+    return "—" if not vis.get("count") else f"{vis['p50_us'] / 1e3:,.2f} ms"
+
+
 def headline(rec: Record) -> str:
     f = rec.figures
-    d, a = f.get("during") or {}, f.get("after") or {}
-    if not d.get("p50_ms") or not a.get("p50_ms"):
+    d = f.get("during") or {}
+    if not d.get("p50_ms") or not f.get("query_alone_p50_ms"):
         return f"{f.get('throughput') or 0:,.0f} events/s"
-    return (f"{f.get('throughput') or 0:,.0f} ev/s · M-SNAP p50 {d['p50_ms']:,.1f} during / {a['p50_ms']:,.1f} ms "
-            "after")
+    ingest = f.get("ingest_during_over_alone")
+    return (f"{f.get('throughput') or 0:,.0f} ev/s ({'—' if ingest is None else f'{ingest:,.2f}'}× alone) · M-SNAP p50 "
+            f"{d['p50_ms']:,.1f} ms ({f.get('query_during_over_alone') or 0:,.2f}× alone)")

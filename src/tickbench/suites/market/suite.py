@@ -75,7 +75,10 @@ class MarketSuite(Suite):
                decode=tuple),
         Option("ingest_writers", during_ingest.WRITERS, "M-SNAP during ingest: writer clients per cell",
                kind="text", parse=lambda t: parse_counts(t, "--ingest-writers"), text_default="1,2", decode=tuple),
-        Option("ingest_seconds", 10.0, "M-SNAP during ingest: the most seconds of events one cell replays",
+        Option("ingest_minutes", during_ingest.SPAN_MINUTES, "M-SNAP during ingest: every cell replays day D's "
+               "first minutes of events, the same span for every engine", kind="float", check=_positive),
+        Option("ingest_seconds", during_ingest.CAP_SECONDS, "M-SNAP during ingest: the most seconds one replay of "
+               "the span may take (an engine slower than that covers less of it, noted in the cell)",
                kind="float", check=_positive),
         Option("ingest_batch", 1000, "M-SNAP during ingest: events per write as fast as possible, the most at a "
                "fixed rate", check=lambda v: None if v >= 1 else "must be at least 1"),

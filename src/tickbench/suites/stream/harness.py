@@ -25,8 +25,11 @@ which is the harness ceiling the engine's figures are judged against (:func:`bou
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import importlib
 import itertools
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -292,12 +295,15 @@ def _send_all(sender: StreamSender, payloads: list[Any], dest: Destination, due_
 
 
 class Child:
-    """A subprocess running ``harness.<func>(conn, *args)``; ``args`` go over the connection."""
+    """A subprocess running ``harness.<func>(*args, conn)`` (or ``<module>:<func>`` of another
+    tickbench module); ``args`` go over the connection."""
 
     def __init__(self, func: str, *args: Any) -> None:
         ours, theirs = socket.socketpair()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        code = f"from tickbench.suites.stream.harness import _child; _child({theirs.fileno()})"
+        # The parent's pid goes in the code: a child that looked it up itself after the parent
+        # was killed would watch its new parent (init) and outlive the run.
+        code = f"from tickbench.suites.stream.harness import _child; _child({theirs.fileno()}, {os.getpid()})"
         self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[theirs.fileno()], env=env,
                                      stdin=subprocess.DEVNULL)
         theirs.close()
@@ -317,17 +323,30 @@ class Child:
 
 def _orphan_watch(parent: int) -> None:
     """End this child once the process that started it is gone (e.g. a worker killed at its
-    time limit), so no writer or sink outlives its cell."""
+    time limit), so no writer or sink outlives its cell: the kernel's SIGKILL when the parent
+    ends (Linux), this look every second otherwise."""
     while os.getppid() == parent:
         time.sleep(1.0)
     os._exit(1)
 
 
-def _child(fd: int) -> None:
-    threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent ends
+
+
+def _child(fd: int, parent: int) -> None:
+    with contextlib.suppress(OSError, AttributeError):  # prctl is Linux's
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before this child started (or the request took effect)
+        os._exit(1)
+    threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
     conn = Connection(fd)
     func, args = conn.recv()
-    main: Any = {"writer_main": writer_main, "sink_main": sink_main}[func]
+    main: Any = {"writer_main": writer_main, "sink_main": sink_main}.get(func)
+    if main is None:  # another suite's child, named "tickbench.<module>:<function>"
+        module, _, name = func.partition(":")
+        if not module.startswith("tickbench."):
+            raise ValueError(f"not a tickbench child: {func!r}")
+        main = getattr(importlib.import_module(module), name)
     main(*args, conn)
 
 
@@ -428,9 +447,11 @@ class Writers:
             self.rss.append(msg[3])
             self.ready.append(w)
 
-    def run(self, dest: Destination, rate: int | None, seconds: float) -> Run:
+    def run(self, dest: Destination, rate: int | None, seconds: float, cap_s: float | None = None) -> Run:
         """Every writer against ``dest`` at ``rate`` events/s (``None``: as fast as possible)
-        for at most ``seconds`` (a fixed rate may overrun to ``3 × seconds + 10`` while behind)."""
+        for at most ``seconds`` (a fixed rate may overrun to ``3 × seconds + 10`` while behind);
+        with ``cap_s``, for at most ``cap_s`` seconds whatever the rate (a replay of a fixed span
+        that the writers send whole unless the engine takes longer than that)."""
         plan = self.plan
         step = 0.0 if rate is None else 1e9 / rate
         errors = list(self.errors)
@@ -448,6 +469,8 @@ class Writers:
                 armed.append(w)
         start = perf() + START_LEAD_NS
         stop = start + int(seconds * 1e9) if rate is None else start + int((3 * seconds + 10) * 1e9)
+        if cap_s is not None:
+            stop = start + int(cap_s * 1e9)
         for w in armed:
             self.pipes[w].send((start, stop))
         submit = np.zeros(len(plan), np.int64)

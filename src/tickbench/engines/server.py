@@ -418,7 +418,7 @@ def _shm_held(procs: Sequence[psutil.Process], pattern: str) -> set[Path]:
 def kill_tree(pid: int, created: float, shm_files: str | None = None) -> list[int]:
     """SIGKILL a server tickbench started and every process it forked. PostgreSQL's backends each
     lead a session of their own (setsid), so neither a signal to the server's process group nor
-    the server's death reaches them: one outlived its SIGKILLed postmaster by 26 minutes,
+    the server's death reaches them: one ran on 5.5 minutes after its postmaster was SIGKILLed,
     re-parented to init. So the server is stopped first (SIGSTOP: it forks nothing more), then
     its descendants as they are now, and all of them are killed. Only the server recorded
     (``pid`` and its start time ``created``). With ``shm_files`` (a glob), the files of /dev/shm

@@ -114,7 +114,8 @@ class PostgresServer(ServerEngine):
     shm_files = "PostgreSQL.*"
     # When the engine process dies, an immediate shutdown (SIGQUIT): the postmaster ends every
     # backend, then removes its shared memory; a SIGKILL would end the postmaster alone, and a
-    # busy backend (each leads a session of its own) ran on for 26 minutes, re-parented to init
+    # busy backend (each leads a session of its own) ran on, re-parented to init (5.5 minutes, until
+    # killed by hand)
     death_signal = signal.SIGQUIT
     external_endpoint = True  # a schema of its own on the user's server (see the README)
     client_password_vars = ("PGPASSWORD",)  # libpq reads it (and ~/.pgpass) when no password is given

@@ -283,8 +283,8 @@ def test_cli_options(tmp_path: Path, market_tiny: Dataset) -> None:
     assert code == 2 and "--universe applies to --dataset market" in out
     code, out = run("generate", "--dataset", "market", "--symbols", "3", "--out", str(tmp_path / "a"))
     assert code == 2 and "--symbols applies to --dataset paper" in out
-    code, out = run("generate", "--dataset", "market", "--universe", "5", "--out", str(tmp_path / "a"))
-    assert code == 2 and "--universe 5" in out
+    code, out = run("generate", "--dataset", "market", "--universe", "0", "--out", str(tmp_path / "a"))
+    assert code == 2 and "--universe 0: must be in [1, 100,000]" in out
     code, out = run("generate", "--dataset", "options", "--out", str(tmp_path / "a"))
     assert code == 2 and "--dataset options" in out
     assert not (tmp_path / "a").exists()

@@ -5,9 +5,12 @@ up in time (each refused with a message naming it and what to do, nothing left r
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import threading
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.conftest import processes_under
@@ -52,15 +55,63 @@ def test_server_killed_mid_query(tiny: Dataset, server_tmp: Path, monkeypatch: p
     assert not processes_under(server_tmp), "a postgres process was left running"
 
 
+class Watch:
+    """Every process of the servers under ``root`` (the postmaster, named by its data directory,
+    and its children: the backends, the load's among them) while a run goes on, sampled from a
+    thread by (pid, start time), and the /dev/shm files they map: what the test itself started,
+    collected before any kill re-parents a backend to init, where nothing names ``root`` any more."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.seen: dict[tuple[int, float], str] = {}
+        self.shm: set[Path] = set()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self.done.is_set():
+            for proc in processes_under(self.root):
+                with contextlib.suppress(psutil.Error, OSError):
+                    self.seen.setdefault((proc.pid, proc.create_time()), " ".join(proc.cmdline()))
+                    maps = Path(f"/proc/{proc.pid}/maps").read_text().split()
+                    self.shm |= {Path(w) for w in maps if w.startswith("/dev/shm/")}
+            self.done.wait(0.02)
+
+    def __enter__(self) -> Watch:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+    def left(self) -> list[str]:
+        """The processes seen that still run (the same pid and start time, not a zombie)."""
+        out = []
+        for (pid, created), cmd in self.seen.items():
+            with contextlib.suppress(psutil.Error):
+                proc = psutil.Process(pid)
+                if proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE:
+                    out.append(f"{pid} {cmd}")
+        return out
+
+
 def test_server_killed_mid_load(tiny: Dataset, server_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(FAULTS_ENV, "postgres:kill_server_load=0.3")
-    results = _run(tiny, server_tmp, ["postgres", "duckdb"])
+    with Watch(server_tmp) as watch:
+        results = _run(tiny, server_tmp, ["postgres", "duckdb"])
     pg = [r for r in results.records if r.engine == "postgres"]
     duck = [r for r in results.records if r.engine == "duckdb"]
     assert len(pg) == len(duck) == len(QUERY_IDS) + 2
-    assert all(r.status == "error" and "did not start or load" in r.reason for r in pg)
+    assert all(r.status == "error" and "did not start or load" in r.reason for r in pg), \
+        [(r.benchmark, r.status, r.reason[:200]) for r in pg if "did not start or load" not in r.reason]
     assert all(r.status == "ok" for r in duck), [(r.benchmark, r.reason) for r in duck if r.status != "ok"]
+    # the postmaster and its backends were seen, and not one of them is left (the kill reached the
+    # whole process group), nor a dynamic shared memory segment of theirs in /dev/shm
+    assert any("postgres:" in cmd for cmd in watch.seen.values()), watch.seen
+    assert not watch.left(), f"left running: {watch.left()}"
     assert not processes_under(server_tmp), "a postgres process was left running"
+    assert not [p for p in watch.shm if p.exists()], f"left in /dev/shm: {watch.shm}"
 
 
 def test_port_in_use_is_named(tiny: Dataset, tiny_params: QueryParams, server_tmp: Path,

@@ -22,7 +22,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.status import Status
 from rich.table import Table
 
-from tickbench.data.dataset import MARKET, PAPER, DatasetError, check_dataset, check_scale, check_seed, generate
+from tickbench.data.dataset import (
+    MARKET,
+    PAPER,
+    Dataset,
+    DatasetError,
+    check_dataset,
+    check_scale,
+    check_seed,
+    generate,
+)
 from tickbench.data.market_calendar import DEFAULT_UNIVERSE
 from tickbench.engines.base import Engine, EngineUnavailable, kind_of
 from tickbench.engines.registry import adapter_class, availability, engine_infos
@@ -125,6 +134,7 @@ def _generate(out: Path, scale: float, seed: int, symbols: int, jobs: int, clust
         rows = {t: sum(p["rows"] for p in manifest.partitions if p["table"] == t) for t in ("quotes", "trades")}
         console.print(f"dataset {out}: market, {manifest.universe:,} instruments, {rows['quotes']:,} quotes, "
                       f"{rows['trades']:,} trades, scale {scale:g}, seed {seed}")
+        dataset_notes(manifest.kind, manifest.universe)
     else:
         rows_all = sum(p["rows"] for p in manifest.partitions)
         console.print(f"dataset {out}: {rows_all:,} rows, scale {scale:g}, seed {seed}")
@@ -156,6 +166,17 @@ def generate_cmd(
     except DatasetError as exc:
         raise fail(str(exc)) from None
     print(content_hash)
+
+
+def dataset_notes(kind: str, universe: int | None) -> None:
+    """Say on standard error what the suites of a dataset's kind will not apply to its universe."""
+    if universe is None:
+        return
+    for suite in all_suites().values():
+        if suite.dataset_kind == kind:
+            for line in suite.dataset_notes(universe):
+                err.print(f"note: --suite {suite.name} on {universe:,} instruments: {line}", highlight=False,
+                          soft_wrap=True)
 
 
 def default_engines() -> list[str]:
@@ -409,6 +430,8 @@ def validate_cmd(
     console.print(f"{directory}: {report.files} partition files, {report.rows:,} rows checked")
     if report.ok:
         console.print(f"[green]valid:[/green] every invariant of {report.spec} holds")
+        manifest = Dataset.open(directory, verify_content=False).manifest
+        dataset_notes(manifest.kind, manifest.universe)
         return
     table = Table(title="violations")
     table.add_column("reason")
@@ -483,6 +506,7 @@ def import_cmd(
     for reason, n in sorted(result.dropped.items()):
         console.print(f"  dropped {n:,} rows: {reason}", highlight=False)
     console.print("parameters: " + ", ".join(f"{k}={v}" for k, v in m.params.items()), highlight=False)
+    dataset_notes(m.kind, m.universe)
     print(m.content_hash)
 
 

@@ -7,6 +7,10 @@ re-run bind the same values. ``params.json`` (SPEC §4) is their saved form, rea
 User i of the multi-user queries (M-VWAB-12D, M-SNAP, M-STATS-UI) has its own T, UI and
 M-VWAB-12D block and window (:func:`market_params` with ``user=i``); B, B50 and P are the run's,
 shared by every user. User 0's are the single-user parameters.
+
+A universe too small for a parameter (B needs 10 instruments, B50 45, user i's M-VWAB-12D block
+10·(i+1)) leaves it empty and names why in :attr:`MarketParams.unserved`: the queries that bind
+it are not applicable to the dataset, decided by the suite before anything loads.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ PROBES = 10  # T
 THEO_TRADES = 100  # P
 UI_REQUESTS = 10
 B50_DRAWN, B50_MISSING = 45, 5
+B_MIN = 10  # B draws one share from each of ten activity deciles
 VWAB12D_DAYS = 12
 VWAB12D_OFFSETS = 9  # user i's window starts at trading day 1 + (i mod 9)
 UI_MIN_S = 60.0  # a UI window lasts from a minute to the whole session (log-uniform)
@@ -75,6 +80,14 @@ class MarketParams:
     user: int = 0
     session: tuple[int, int] = GENERATED_SESSION  # [open, close), seconds of the UTC day
     venues: tuple[str, ...] = GENERATED_VENUES  # the calendar's venues, in its order
+    #: The parameters the universe cannot serve (``B``, ``B50``, ``P``, ``VWAB12D``), each with
+    #: why; each is left empty (a block keeps its days).
+    unserved: tuple[tuple[str, str], ...] = ()
+
+    def unserved_reason(self, names: tuple[str, ...]) -> str | None:
+        """Why one of the parameters ``names`` cannot be served here, or ``None`` when all can."""
+        why = dict(self.unserved)
+        return next((why[n] for n in names if n in why), None)
 
     def bindings(self) -> dict[str, Any]:
         """The named parameters the engines' market query files bind (``$name``): every time as a
@@ -153,6 +166,8 @@ class MarketParams:
             **({} if self.session == GENERATED_SESSION else
                {"session": {"open_s": self.session[0], "close_s": self.session[1]}}),
             **({} if self.venues == GENERATED_VENUES else {"venues": list(self.venues)}),
+            # what a small universe cannot serve (those parameters are empty), and why
+            **({"not_applicable": dict(self.unserved)} if self.unserved else {}),
         }
 
     @classmethod
@@ -171,6 +186,7 @@ class MarketParams:
                 session=(int(raw["session"]["open_s"]), int(raw["session"]["close_s"])) if "session" in raw
                 else GENERATED_SESSION,
                 venues=tuple(map(str, raw["venues"])) if "venues" in raw else GENERATED_VENUES,
+                unserved=tuple((str(k), str(v)) for k, v in dict(raw.get("not_applicable") or {}).items()),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise MarketParamsError(f"not a market suite params.json ({type(exc).__name__}: {exc})") from None
@@ -223,8 +239,8 @@ def draw_basket(seed: int, names: Names) -> tuple[str, ...]:
     """B: an equal share of each activity decile by rank (decile k holds the ranks r with
     floor((r - 1) * 10 / N) = k), drawn without replacement."""
     universe = len(names)
-    if universe < 10:
-        raise MarketParamsError(f"universe {universe}: B draws from ten activity deciles; it needs 10 instruments")
+    if universe < B_MIN:
+        raise MarketParamsError(f"universe {universe}: B draws from ten activity deciles; it needs {B_MIN} instruments")
     rng = stream(seed, STREAM, "B")
     ranks = np.arange(1, universe + 1)
     decile = (ranks - 1) * 10 // universe
@@ -283,15 +299,49 @@ def draw_requests(seed: int, names: Names, day: str, user: int = 0,
     return tuple(out)
 
 
-def check_users(users: int, universe: int) -> None:
-    """Refuse an M-VWAB-12D user count whose disjoint blocks do not fit in the universe."""
+def users_reason(users: int, universe: int) -> str | None:
+    """Why the universe cannot give ``users`` M-VWAB-12D users disjoint blocks, or ``None``."""
     size = basket_size(universe)
     if users < 1:
-        raise MarketParamsError(f"M-VWAB-12D with {users} users: give at least one")
+        return f"M-VWAB-12D with {users} users: give at least one"
+    if users == 1 and size > universe:
+        return f"M-VWAB-12D needs a block of {size} instruments; the universe has {universe:,}"
     if users * size > universe:
-        raise MarketParamsError(
-            f"M-VWAB-12D with {users} users needs {users} disjoint blocks of {size} instruments "
-            f"({users * size:,}); the universe has {universe:,} (at most {universe // size} users here)")
+        return (f"M-VWAB-12D with {users} users needs {users} disjoint blocks of {size} instruments "
+                f"({users * size:,}); the universe has {universe:,} (at most {universe // size} users here)")
+    return None
+
+
+def check_users(users: int, universe: int) -> None:
+    """Refuse an M-VWAB-12D user count whose disjoint blocks do not fit in the universe."""
+    why = users_reason(users, universe)
+    if why is not None:
+        raise MarketParamsError(why)
+
+
+def universe_reasons(universe: int) -> dict[str, str]:
+    """The run-wide parameters a universe of ``universe`` instruments cannot serve, each with why
+    (``B``, and ``P`` drawn from B's trades; ``B50``; user 0's M-VWAB-12D block, ``VWAB12D``)."""
+    out: dict[str, str] = {}
+    if universe < B_MIN:
+        out["B"] = f"universe {universe}: B draws from ten activity deciles; it needs {B_MIN} instruments"
+        out["P"] = f"universe {universe}: P draws from B's trades, and B needs {B_MIN} instruments"
+    if universe < B50_DRAWN:
+        out["B50"] = f"universe {universe}: B50 draws {B50_DRAWN} instruments; it needs at least that many"
+    why = users_reason(1, universe)
+    if why is not None:
+        out["VWAB12D"] = why
+    return out
+
+
+def _block_or_none(seed: int, names: Names, days: tuple[str, ...], user: int) -> tuple[UserBlock, str | None]:
+    """User ``user``'s block, or, where the universe has no room for it, an empty one (its days
+    kept, so the bindings stay whole) and why."""
+    try:
+        return draw_block(seed, names, days, user), None
+    except MarketParamsError as exc:
+        span = min(VWAB12D_DAYS, len(days))
+        return UserBlock((), tuple(days[:span])), str(exc)
 
 
 def draw_block(seed: int, names: Names, days: tuple[str, ...], user: int) -> UserBlock:
@@ -333,12 +383,17 @@ def market_params(ds: Dataset, seed: int, user: int = 0) -> MarketParams:
     raw = ds.params
     d = str(raw["D"])
     month = tuple(map(str, raw["M"]))
-    basket = draw_basket(seed, names)
+    unserved = universe_reasons(len(names))
+    unserved.pop("VWAB12D", None)  # this user's block, below
+    basket = () if "B" in unserved else draw_basket(seed, names)
+    block, why = _block_or_none(seed, names, month, user)
+    if why is not None:
+        unserved["VWAB12D"] = why
     return MarketParams(
-        D=d, W=tuple(map(str, raw["W"])), M=month, B=basket, B50=draw_b50(seed, names),
-        T=draw_times(seed, d, user, cal), P=draw_trades(seed, ds, d, basket),
-        UI=draw_requests(seed, names, d, user, cal), VWAB12D=draw_block(seed, names, month, user), user=user,
-        session=(cal.open_s, cal.close_s), venues=cal.venues,
+        D=d, W=tuple(map(str, raw["W"])), M=month, B=basket, B50=() if "B50" in unserved else draw_b50(seed, names),
+        T=draw_times(seed, d, user, cal), P=() if "P" in unserved else draw_trades(seed, ds, d, basket),
+        UI=draw_requests(seed, names, d, user, cal), VWAB12D=block, user=user,
+        session=(cal.open_s, cal.close_s), venues=cal.venues, unserved=tuple(unserved.items()),
     )
 
 
@@ -356,8 +411,10 @@ def user_params(ds: Dataset, base: MarketParams, seed: int, user: int) -> Market
     UI and M-VWAB-12D block and window drawn as :func:`market_params` draws them, the run's D,
     W, M, B, B50 and P kept (so the day's trades are not read again for every user)."""
     names, cal = universe_names(ds), ds.calendar
+    block, why = _block_or_none(seed, names, base.M, user)
+    unserved = {k: v for k, v in base.unserved if k != "VWAB12D"} | ({"VWAB12D": why} if why is not None else {})
     return replace(base, T=draw_times(seed, base.D, user, cal), UI=draw_requests(seed, names, base.D, user, cal),
-                   VWAB12D=draw_block(seed, names, base.M, user), user=user)
+                   VWAB12D=block, user=user, unserved=tuple(unserved.items()))
 
 
 def write_params_json(path: Path, params: MarketParams) -> None:

@@ -56,7 +56,7 @@ ZIPF = 1.1
 REFERENCE_UNIVERSE = 1_000
 QUOTES_SF1 = 50e6  # over the 20 days, for the reference universe
 TRADES_SF1 = 5e6
-MIN_UNIVERSE, MAX_UNIVERSE, DEFAULT_UNIVERSE = 10, 100_000, 1_000
+MIN_UNIVERSE, MAX_UNIVERSE, DEFAULT_UNIVERSE = 1, 100_000, 1_000  # the market suite serves what a small universe can
 HARMONIC = float(np.sum(np.arange(1, REFERENCE_UNIVERSE + 1, dtype=np.float64) ** -ZIPF))
 BLOCK_BASE = 4  # part file b of a day holds ranks (4**(b-1), 4**b]: about equal activity each
 

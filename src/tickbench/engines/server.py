@@ -45,6 +45,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import pwd
@@ -176,7 +177,7 @@ def chown_tree(path: Path, user: str | None) -> None:
             os.chown(os.path.join(root, name), entry.pw_uid, entry.pw_gid, follow_symlinks=False)
 
 
-def as_user(argv: Sequence[str], user: str | None) -> list[str]:
+def as_user(argv: Sequence[str], user: str | None, death_signal: str = "KILL") -> list[str]:
     """``argv`` run as ``user`` through setpriv (servers, and tools such as initdb, refuse root)."""
     if user is None:
         return list(argv)
@@ -186,7 +187,7 @@ def as_user(argv: Sequence[str], user: str | None) -> list[str]:
     # --pdeathsig after the change of user (which clears it): the server dies with its parent,
     # the engine process, which dies with the runner (run/engine_process.py).
     return ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups",
-            "--pdeathsig", "KILL", "--", *argv]
+            "--pdeathsig", death_signal, "--", *argv]
 
 
 def check_reachable(path: Path, user: str | None, server: str = "the server") -> None:
@@ -274,6 +275,8 @@ class ServerProcess:
         user: str | None = None,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
+        shm_files: str | None = None,
+        death_signal: int = signal.SIGKILL,
     ) -> None:
         self.name = name
         self.argv = list(argv)
@@ -281,7 +284,10 @@ class ServerProcess:
         self.user = user
         self.env = env
         self.cwd = cwd
+        self.shm_files = shm_files  # the server's own files in /dev/shm (a glob), removed after a SIGKILL
         self.proc: subprocess.Popen[bytes] | None = None
+        self.created = 0.0  # the server's start time (with its pid: which process is it)
+        self.death_signal = death_signal  # what the server gets when the process that started it ends
 
     @property
     def pid(self) -> int | None:
@@ -293,7 +299,7 @@ class ServerProcess:
         return self.log.with_name(self.log.name + PID_SUFFIX)
 
     def start(self) -> None:
-        argv = as_user(self.argv, self.user)
+        argv = as_user(self.argv, self.user, signal.Signals(self.death_signal).name.removeprefix("SIG"))
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as out:
             # Own session: a signal to tickbench's terminal does not reach the server, and
@@ -302,9 +308,10 @@ class ServerProcess:
             self.proc = subprocess.Popen(
                 argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, **(self.env or {})}, cwd=self.cwd, start_new_session=True,
-                preexec_fn=None if self.user else _die_with_parent,
+                preexec_fn=None if self.user else functools.partial(_die_with_parent, self.death_signal),
             )
-        self.pid_file.write_text(f"{self.proc.pid} {psutil.Process(self.proc.pid).create_time()!r}\n")
+        self.created = psutil.Process(self.proc.pid).create_time()
+        self.pid_file.write_text(f"{self.proc.pid} {self.created!r}\n")
 
     def wait_ready(self, ready: Callable[[], bool], timeout: float) -> None:
         """Poll ``ready`` until it answers True; raise with the log's tail if the server
@@ -338,7 +345,8 @@ class ServerProcess:
             return "(no log)"
 
     def stop(self, timeout: float = 30.0, sig: int = signal.SIGTERM) -> None:
-        """``sig`` (SIGTERM), then SIGKILL after ``timeout``; only the process tickbench started."""
+        """``sig`` (SIGTERM) to the server, then SIGKILL to it and every process it forked
+        (:func:`kill_tree`) after ``timeout``; only what tickbench started."""
         if self.proc is None or self.proc.poll() is not None:
             self.proc = None
             return
@@ -346,15 +354,16 @@ class ServerProcess:
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            kill_tree(self.proc.pid, self.created, self.shm_files)
             self.proc.wait(10)
         self.proc = None
         self.pid_file.unlink(missing_ok=True)
 
     def kill(self) -> None:
-        """SIGKILL now (the durability suite's crash)."""
+        """SIGKILL now to the server and every process it forked (the durability suite's
+        crash): a backend spared would outlive its postmaster, re-parented to init."""
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
+            kill_tree(self.proc.pid, self.created, self.shm_files)
             self.proc.wait(10)
         self.proc = None
 
@@ -372,9 +381,90 @@ def where_password(endpoint: Endpoint, client_vars: Sequence[str] = ()) -> str:
 PID_SUFFIX = ".server-pid"  # beside a server's log: "pid create_time" of the server tickbench started
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGKILL when the process that started it ends."""
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+def _die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """In the child, before exec: ``sig`` (SIGKILL) when the process that started it ends."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, sig, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+SHM = Path("/dev/shm")
+
+
+def server_leaders(pids: Sequence[int]) -> dict[int, float]:
+    """Of ``pids``, the servers tickbench started (each leads a session of its own), with their
+    start times: what :func:`kill_tree` is given."""
+    out = {}
+    for pid in pids:
+        with contextlib.suppress(OSError, psutil.Error):
+            if os.getsid(pid) == pid:
+                out[pid] = psutil.Process(pid).create_time()
+    return out
+
+
+def _shm_held(procs: Sequence[psutil.Process], pattern: str) -> set[Path]:
+    """The files of /dev/shm matching ``pattern`` that ``procs`` map or hold open (PostgreSQL
+    opens a segment, sizes it, then maps it)."""
+    found: set[Path] = set()
+    for proc in procs:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{proc.pid}/maps").read_text().splitlines():
+                found.update(Path(w) for w in line.split()[5:6])
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{proc.pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    found.add(Path(os.readlink(fd)))
+    return {f for f in found if f.parent == SHM and f.match(pattern)}
+
+
+def kill_tree(pid: int, created: float, shm_files: str | None = None) -> list[int]:
+    """SIGKILL a server tickbench started and every process it forked. PostgreSQL's backends each
+    lead a session of their own (setsid), so neither a signal to the server's process group nor
+    the server's death reaches them: one ran on 5.5 minutes after its postmaster was SIGKILLed,
+    re-parented to init. So the server is stopped first (SIGSTOP: it forks nothing more), then
+    its descendants as they are now, and all of them are killed. Only the server recorded
+    (``pid`` and its start time ``created``). With ``shm_files`` (a glob), the files of /dev/shm
+    matching it that these processes map or hold open are removed once they are dead (a
+    SIGKILLed PostgreSQL leaves its dynamic shared memory segments there, ``PostgreSQL.<random>``;
+    they are looked for while everything is stopped, so none is made between the look and the
+    kill). Returns the pids killed."""
+    try:
+        leader = psutil.Process(pid)
+        if leader.create_time() != created:
+            return []  # the pid names another process now
+        leader.suspend()
+    except psutil.Error:
+        return []
+    tree = [leader]
+    for _ in range(2):  # again once all are stopped: a child forked before its parent's stop took
+        with contextlib.suppress(psutil.Error):
+            tree += [c for c in leader.children(recursive=True) if c not in tree]
+        for proc in tree[1:]:
+            with contextlib.suppress(psutil.Error):
+                proc.suspend()
+        _wait_status(tree, (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE), 5.0)
+    shm = _shm_held(tree, shm_files) if shm_files else set()
+    for proc in tree:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    _wait_status(tree, (psutil.STATUS_ZOMBIE,), 10.0)
+    for path in shm:
+        path.unlink(missing_ok=True)
+    return [p.pid for p in tree]
+
+
+def _wait_status(procs: Sequence[psutil.Process], done: tuple[str, ...], timeout: float) -> None:
+    """Wait until every one of ``procs`` is gone or in one of the states ``done`` (a zombie: dead,
+    its memory and mappings released, its parent not having reaped it yet)."""
+    deadline = time.monotonic() + timeout
+    left = list(procs)
+    while left and time.monotonic() < deadline:
+        alive = []
+        for proc in left:
+            with contextlib.suppress(psutil.Error):
+                if proc.status() not in done:
+                    alive.append(proc)
+        left = alive
+        if left:
+            time.sleep(0.02)
 
 
 def stop_leftovers(root: Path) -> list[int]:
@@ -393,8 +483,7 @@ def stop_leftovers(root: Path) -> list[int]:
             try:
                 proc.wait(30)
             except psutil.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+                kill_tree(proc.pid, float(created))
                 proc.wait(10)
             stopped.append(proc.pid)
         except (OSError, ValueError, psutil.Error):
@@ -488,6 +577,12 @@ class ServerEngine(Engine, SharedReaders, Server):
     stop_timeout_s: ClassVar[float] = 30.0
     #: Whether :meth:`memory_pids` includes the server's child processes (a process per session).
     memory_children: ClassVar[bool] = False
+    #: The server's own files in /dev/shm (a glob), which a SIGKILL leaves there: those its
+    #: processes map are removed after its process group is killed.
+    shm_files: ClassVar[str | None] = None
+    #: What the server gets when the engine process that started it ends (PR_SET_PDEATHSIG):
+    #: SIGKILL, or a signal on which the server itself ends every process it forked.
+    death_signal: ClassVar[int] = signal.SIGKILL
     #: The file in an ingest store's directory that says which tables of this server are its own.
     ingest_marker: ClassVar[str] = "server-ingest.json"
     #: The user a server tickbench starts is made to require, with a random password per working
@@ -680,7 +775,8 @@ class ServerEngine(Engine, SharedReaders, Server):
         self.root.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o700)  # the data, and the server's config with its secret, are the server's alone
         chown_tree(self.root, user)
-        server = self.server = ServerProcess(self.server_name, argv, log=self.log_file, user=user, cwd=self.root)
+        server = self.server = ServerProcess(self.server_name, argv, log=self.log_file, user=user, cwd=self.root,
+                                             shm_files=self.shm_files, death_signal=self.death_signal)
         server.start()
         try:
             server.wait_ready(self.ready, timeout=timeout)

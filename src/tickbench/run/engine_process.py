@@ -38,6 +38,7 @@ import psutil
 from tickbench.data.dataset import Dataset
 from tickbench.engines.base import Engine, EngineTime, open_shared
 from tickbench.engines.registry import adapter_class, engine_infos
+from tickbench.engines.server import kill_tree, server_leaders
 from tickbench.params import RunParams, params_from_dict
 from tickbench.run.faults import faults, with_faults
 from tickbench.run.memory import BUDGET_ENV, GIB, PeakMemory, budget_bytes, tree_rss
@@ -175,6 +176,8 @@ class EngineProcess:
         self.proc: mp.process.BaseProcess | None = None
         self.conn: Connection | None = None
         self.server_pids: list[int] = []
+        #: The process groups the worker's servers lead (their pids) with their start times.
+        self.server_leaders: dict[int, float] = {}
         self.peak_rss = 0  # the largest sampled resident memory of the worker and its servers
         self.budget = budget_bytes()
 
@@ -215,10 +218,11 @@ class EngineProcess:
             code = self.proc.exitcode if self.proc else None
             self.kill()
             raise WorkerDied(f"the engine's process ended (exit code {code})") from exc
+        if "pids" in reply:  # a (re)start reports the engine's server processes (an error's reply too)
+            self.server_pids = list(reply["pids"])
+            self.server_leaders = server_leaders(self.server_pids)
         if "error" in reply:
             raise EngineError(reply["error"])
-        if "pids" in reply:  # a (re)start reports the engine's server processes
-            self.server_pids = list(reply["pids"])
         return reply
 
     def _wait(self, timeout: float) -> None:
@@ -240,11 +244,13 @@ class EngineProcess:
                 raise CellTimeout(f"no answer within {timeout:g} s")
 
     def kill(self) -> None:
-        """Kill the worker and every server process it reported starting."""
+        """Kill every server process the worker reported starting, with their process groups,
+        then the worker: the servers first, while their leaders are alive (the worker's death
+        would end a leader alone, its children re-parented to init)."""
+        self.kill_servers()
         if self.proc is not None and self.proc.is_alive():
             self.proc.kill()
             self.proc.join(10)
-        self.kill_servers()
         self.proc = None
         self.conn = None
 
@@ -259,9 +265,13 @@ class EngineProcess:
         return True
 
     def kill_servers(self) -> int:
-        """SIGKILL every server process the worker reported starting, and their children
+        """SIGKILL every server process the worker reported starting: the process group each
+        leads (every process it forked, also one started since it reported), and their children
         (the durability suite's crash; what :meth:`kill` does to them). Returns how many."""
-        killed = 0
+        shm_files = getattr(adapter_class(self.engine), "shm_files", None)
+        groups = [kill_tree(pid, created, shm_files) for pid, created in self.server_leaders.items()]
+        killed = sum(map(len, groups))
+        self.server_leaders = {}
         for pid in self.server_pids:
             try:
                 proc = psutil.Process(pid)

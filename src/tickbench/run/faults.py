@@ -33,6 +33,7 @@ import psutil
 import pyarrow as pa
 
 from tickbench.engines.base import Engine, Ingest, IngestClient
+from tickbench.engines.server import kill_tree, server_leaders
 
 FAULTS_ENV = "TICKBENCH_FAULTS"
 
@@ -50,11 +51,15 @@ def faults(engine: str) -> dict[str, str]:
 
 def kill_servers(adapter: Engine, delay: float = 0.0) -> None:
     """SIGKILL the adapter's server processes (not the worker) after ``delay`` seconds, from a
-    thread, as a server crashing under the worker would."""
+    thread, as a server crashing under the worker would: the process group each server leads
+    (every process it forked by then), and the processes it had when this was called."""
     pids = [p for p in adapter.memory_pids() if p != os.getpid()]
+    groups = server_leaders(pids)
 
     def kill() -> None:
         time.sleep(delay)
+        for pid, created in groups.items():
+            kill_tree(pid, created, getattr(adapter, "shm_files", None))
         for pid in pids:
             with contextlib.suppress(psutil.Error):
                 psutil.Process(pid).send_signal(signal.SIGKILL)

@@ -95,17 +95,36 @@ def _shmem_total() -> int:
     return 0
 
 
+def _shared_extent(pids: set[int]) -> int:
+    """The bytes of the distinct shared mappings of ``pids`` (``/proc/PID/maps``: each object,
+    by device and inode, once, at the largest extent any of them maps): the most shared memory
+    these processes can hold between them, whatever else the machine holds."""
+    extent: dict[tuple[str, str], int] = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+                parts = line.split(maxsplit=5)
+                if len(parts) < 5 or parts[1][3:4] != "s" or parts[4] == "0":
+                    continue
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                key = (parts[3], parts[4])
+                extent[key] = max(extent.get(key, 0), int(parts[2], 16) + hi - lo)
+    return sum(extent.values())
+
+
 def tree_rss(pids: list[int]) -> int:
     """Resident bytes of ``pids`` and all their children now (processes that are gone count 0),
     each page counted once: every process's anonymous pages (``RssAnon``), their shared memory
-    (``RssShmem``) at most once (the sum, capped by the machine's shared memory in use: a
-    server's processes each map its shared buffers, and a summed RSS counted those pages once
-    per process, 16.4 GiB for PostgreSQL's backends at 100 users), and file-backed pages
-    (``RssFile``: program text, mapped files) of the process with the most (the processes of one
-    server share theirs). A cheap upper bound of the pages only these processes hold, read from
-    ``/proc/PID/status``; the exact figure (PSS from ``smaps_rollup``) takes up to 0.1 s per
-    process."""
+    (``RssShmem``) at most once (the sum, capped by the size of the distinct shared mappings they
+    map and by the machine's shared memory in use: a server's processes each map its shared
+    buffers, and a summed RSS counted those pages once per process, 16.4 GiB for PostgreSQL's
+    backends at 100 users), and file-backed pages (``RssFile``: program text, mapped files) of
+    the process with the most (the processes of one server share theirs). A cheap upper bound of
+    the pages only these processes hold, read from ``/proc/PID/status`` (and ``maps`` when more
+    than one of them holds shared memory), so other work on the machine does not change it; the
+    exact figure (PSS from ``smaps_rollup``) takes up to 0.1 s per process."""
     seen: set[int] = set()
+    sharing: set[int] = set()
     anon = shmem = files = 0
     for pid in pids:
         try:
@@ -122,7 +141,11 @@ def tree_rss(pids: list[int]) -> int:
                 anon += f["RssAnon"]
                 shmem += f["RssShmem"]
                 files = max(files, f["RssFile"])
-    return anon + (min(shmem, _shmem_total()) if shmem else 0) + files
+                if f["RssShmem"]:
+                    sharing.add(p.pid)
+    if len(sharing) > 1:  # the same pages may be counted in several: at most the mappings' size
+        shmem = min(shmem, _shmem_total(), _shared_extent(sharing))
+    return anon + shmem + files
 
 
 def own_peak_rss() -> int:

@@ -191,6 +191,12 @@ class Suite(ABC):
         """What ``tickbench compare`` compares of a cell: by default its timed repetitions."""
         return timing_measures(record)
 
+    def dataset_notes(self, universe: int) -> list[str]:
+        """What a run of this suite with its default options will record as not applicable on a
+        dataset of its kind with ``universe`` instruments, one line each, for ``generate``,
+        ``import`` and ``validate`` to say (a note, not a refusal); by default nothing."""
+        return []
+
 
 def _no_chart(div_id: str, data: list[dict[str, Any]], layout: dict[str, Any]) -> str:
     return ""

@@ -108,6 +108,15 @@ class PostgresServer(ServerEngine):
     stop_signal = signal.SIGINT
     stop_timeout_s = 120.0
     memory_children = True  # the postmaster and its children: the query's backend, the writers
+    # dynamic_shared_memory_type posix (the default) keeps DSM segments as /dev/shm/PostgreSQL.N,
+    # which a SIGKILL leaves behind; mmap (files in the data directory) would move parallel
+    # queries' shared memory onto the disk, so the segments a killed server mapped are removed
+    shm_files = "PostgreSQL.*"
+    # When the engine process dies, an immediate shutdown (SIGQUIT): the postmaster ends every
+    # backend, then removes its shared memory; a SIGKILL would end the postmaster alone, and a
+    # busy backend (each leads a session of its own) ran on, re-parented to init (5.5 minutes, until
+    # killed by hand)
+    death_signal = signal.SIGQUIT
     external_endpoint = True  # a schema of its own on the user's server (see the README)
     client_password_vars = ("PGPASSWORD",)  # libpq reads it (and ~/.pgpass) when no password is given
 

@@ -8,13 +8,14 @@ parameters. With ``--save-answers`` the drawn parameters go to
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import ConfigDict
 
 from tickbench.engines.base import Market
-from tickbench.market_params import MarketParams, write_params_json
+from tickbench.market_params import MarketParams, universe_reasons, users_reason, write_params_json
 from tickbench.report.widgets import PageParts, Section, SuiteView
 from tickbench.results import Record
 from tickbench.run.cell import CellContext
@@ -27,7 +28,7 @@ from tickbench.suites.market.ingest_ops import ingest_op
 from tickbench.suites.market.ops import bulk_op, load_op, storage_op, users_op
 from tickbench.suites.market.users import CATEGORY, UI_USERS, VWAB_USERS, Users, UsersFigures, parse_id
 from tickbench.suites.market.users import cell_ids as users_cells
-from tickbench.suites.stream.suite import parse_counts, parse_rates
+from tickbench.suites.stream.suite import parse_counts, parse_rates, rate_label
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine, EngineInfo
@@ -123,6 +124,9 @@ class MarketSuite(Suite):
             raise TypeError("the market suite runs with the market dataset's parameters")
         if ctx.protocol.save_answers is not None:
             write_params_json(ctx.protocol.save_answers / ctx.info.name / "params.json", params)
+        todo = self._applicable(ctx, params, todo)
+        if not todo:
+            return
         worker = ctx.worker("engine", load=True)
         if not worker.start_or_fail(todo, then=lambda: ctx.meta.update(worker.call(60, op="info"))):
             return
@@ -145,6 +149,24 @@ class MarketSuite(Suite):
         finally:
             worker.close()
 
+    def dataset_notes(self, universe: int) -> list[str]:
+        return universe_notes(universe)
+
+    def _applicable(self, ctx: CellContext, params: MarketParams, todo: list[str]) -> list[str]:
+        """Record, before anything starts or loads, each cell of ``todo`` the universe cannot serve
+        as ``not_applicable`` with why; the cells left to run."""
+        left = []
+        for bench in todo:
+            why = not_applicable(bench, dict(params.unserved), ctx.ds.universe)
+            if why is None:
+                left.append(bench)
+                continue
+            users, ingest = parse_id(bench), parse_ingest_id(bench)
+            figures = ({"query": users[0], "users": users[1]} if users is not None else
+                       {"rate": rate_label(ingest[0]), "writers": ingest[1]} if ingest is not None else None)
+            ctx.record(bench, "not_applicable", why, figures=figures)
+        return left
+
     def report_html(self, view: SuiteView) -> PageParts[list[Section]]:
         return PageParts([Section("market", "Market", report_module.page_html(view))], [], [])
 
@@ -156,6 +178,38 @@ class MarketSuite(Suite):
 
     def headline(self, record: Record) -> str:
         return report_module.cell_text(record)
+
+
+def not_applicable(bench: str, unserved: Mapping[str, str], universe: int) -> str | None:
+    """Why cell ``bench`` cannot run on a universe of ``universe`` instruments whose unserved
+    parameters are ``unserved`` (:attr:`~tickbench.market_params.MarketParams.unserved`): a
+    parameter it binds, or more M-VWAB-12D users than the universe has disjoint blocks for;
+    ``None`` when it can run."""
+    if (users := parse_id(bench)) is not None:
+        qid, count = users
+        if qid == "M-VWAB-12D":
+            return users_reason(count, universe)
+        bench = qid
+    elif parse_ingest_id(bench) is not None:
+        bench = "M-SNAP"
+    needs = BY_ID[bench].needs if bench in BY_ID else ()
+    return next((unserved[n] for n in needs if n in unserved), None)
+
+
+def universe_notes(universe: int, opts: Options | None = None) -> list[str]:
+    """What a run of the market suite (with ``opts``, else its defaults) will record as not
+    applicable on a universe of ``universe`` instruments, one line per reason: for ``import``,
+    ``generate`` and ``validate`` to say (a note, not a refusal)."""
+    unserved = universe_reasons(universe)
+    by_reason: dict[str, list[str]] = {}
+    for bench in SUITE.cell_ids({**SUITE.defaults(), **(opts or {})}, Market):
+        why = not_applicable(bench, unserved, universe)
+        if why is not None:
+            cells = by_reason.setdefault(why, [])
+            name = f"{during_ingest.PREFIX}…" if parse_ingest_id(bench) is not None else bench
+            if name not in cells:
+                cells.append(name)
+    return [f"{', '.join(cells)}: not applicable ({why})" for why, cells in by_reason.items()]
 
 
 SUITE = MarketSuite()

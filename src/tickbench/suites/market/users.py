@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tickbench import verify
 from tickbench.engines.base import Server, SharedReaders
-from tickbench.market_params import MarketParams, MarketParamsError, check_users, user_params, write_params_json
+from tickbench.market_params import MarketParams, user_params, write_params_json
 from tickbench.market_reference import answer
 from tickbench.results import Stats
 from tickbench.run.cell import CellContext, Worker
@@ -136,11 +136,6 @@ class Users:
         for key in (qid, bench):  # the query itself, or this many users, declared beyond the engine
             if key in info.unsupported:
                 return ctx.make(bench, "unsupported", info.unsupported[key], figures=base)
-        if qid == "M-VWAB-12D":
-            try:
-                check_users(users, ctx.ds.universe)
-            except MarketParamsError as exc:
-                return ctx.make(bench, "not_applicable", str(exc), figures=base)
         return self.worker.attempt(bench, lambda: self._cell(bench, qid, users, base), figures=base)
 
     def _cell(self, bench: str, qid: str, users: int, base: dict[str, Any]) -> Record:

@@ -30,4 +30,7 @@ def query(store: Store, params: dict[str, Any]) -> pl.DataFrame:
                 found[t] = frame
         pending = [t for t in pending if t not in found]
     rows = [f.select(pl.lit(t).cast(pl.Datetime("ns")).alias("t"), "ts", *COLUMNS) for t, f in found.items()]
+    if not rows:  # no probe has a snapshot before it: the empty answer (pl.concat refuses an empty list)
+        return pl.DataFrame(schema={"t": pl.Datetime("ns"), "ts": pl.Datetime("ns"),
+                                    **dict.fromkeys(COLUMNS, pl.Float64)})
     return pl.concat(rows).sort("t")

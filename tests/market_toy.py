@@ -96,8 +96,8 @@ class Adapter(Engine, Market, SharedReaders):
         client.set_params(params)  # type: ignore[arg-type]
         return client
 
-    def client_decoder(self, answer: pa.Table) -> Callable[[], object]:
-        decode = super().client_decoder(answer)
+    def client_decoder(self, qid: str, answer: pa.Table) -> Callable[[], object]:
+        decode = super().client_decoder(qid, answer)
 
         def run() -> object:
             time.sleep(DECODE_S)

@@ -289,3 +289,17 @@ def test_a_users_parameters_drawn_from_the_runs_are_its_own(market_tiny: Dataset
     blocks = [set(u.VWAB12D.syms) for u in users]
     assert all(not blocks[i] & blocks[j] for i in range(4) for j in range(i + 1, 4))
     assert len({u.T for u in users}) == 4 and len({u.UI for u in users}) == 4
+
+
+@pytest.mark.parametrize("qid", ["M-VWAB-12D", "M-SNAP", "M-STATS-UI"])
+def test_questdbs_ceiling_decodes_the_users_answers_as_exec_sends_them(market_tiny: Dataset, qid: str) -> None:
+    """QuestDB's client parses ``/exec``'s JSON: its harness ceiling decodes each users query's
+    real answer from that JSON, and reads back the same answer."""
+    orjson = pytest.importorskip("orjson")
+    from tickbench import verify
+    from tickbench.engines.questdb.server import json_answer, json_table
+
+    want = answer(qid, market_tiny, market_params(market_tiny, SEED))
+    body = json_answer(want.to_arrow())
+    got = verify.normalize(pl.from_arrow(json_table(orjson.loads(body))), want)  # type: ignore[arg-type]
+    assert want.height > 0 and verify.compare(got, want).ok

@@ -460,14 +460,14 @@ class Engine(ABC):
         writes them again."""
         self.params = params
 
-    def client_decoder(self, answer: pa.Table) -> Callable[[], object]:
+    def client_decoder(self, qid: str, answer: pa.Table) -> Callable[[], object]:
         """A call that does, with no engine behind it, the decoding this adapter's client does
-        to turn a query's answer into its Arrow table, here of ``answer`` (a real answer of the
-        query): the market suite's harness ceiling times it in the users' own processes, so a
-        cell whose users are bound by their client's decoding is flagged. The default reads
-        the answer's Arrow IPC stream (an engine whose client receives Arrow); an adapter whose
-        client decodes another wire format (rows, JSON) overrides it with that decoding, the
-        encoding done here, before any clock."""
+        to turn the answer of query ``qid`` into its Arrow table, here of ``answer`` (a real
+        answer of the query): the market suite's harness ceiling times it in the users' own
+        processes, so a cell whose users are bound by their client's decoding is flagged. The
+        default reads the answer's Arrow IPC stream (an engine whose client receives Arrow); an
+        adapter whose client decodes another wire format (rows, JSON) overrides it with that
+        decoding, the encoding done here, before any clock."""
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, answer.schema) as writer:
             writer.write_table(answer)

@@ -39,6 +39,7 @@ from tickbench.run.engine_process import (
     MemoryBudgetExceeded,
     WorkerDied,
     WorkerOp,
+    stopping,
 )
 
 if TYPE_CHECKING:
@@ -452,6 +453,7 @@ class Worker:
 
 
 CLIENTS_GO_S = 0.2  # :meth:`Clients.run`: the clients start together this long after the last is sent
+CLIENTS_CLOSE_S = 120.0  # how long the clients may take to close their own clients, all together
 
 
 class Clients:
@@ -481,11 +483,19 @@ class Clients:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.failed or exc[0] is not None:
+        if self.failed or exc[0] is not None or stopping():
             self.kill()
-        else:
+            return
+        try:  # each closes its own client, all at once; one that does not is killed
             for p in self.procs:
-                p.close()
+                p.send(op="exit")
+            deadline = time.monotonic() + CLIENTS_CLOSE_S
+            for p in self.procs:
+                p.receive(max(0.0, deadline - time.monotonic()))
+        except (CellTimeout, WorkerDied, EngineError):
+            pass
+        finally:
+            self.kill()
 
     @property
     def pids(self) -> list[int]:

@@ -141,7 +141,7 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     own = bool(msg.get("own"))
     if ceiling is not None:
         reps = max(reps, MIN_CEILING_QUERIES)
-        decoders = [adapter.client_decoder(pa.ipc.open_stream(b).read_all()) for b in ceiling]
+        decoders = [adapter.client_decoder(qid, pa.ipc.open_stream(b).read_all()) for b in ceiling]
         clients: list[Engine] = []
     else:
         clients = user_clients(adapter, users, own)

@@ -409,9 +409,10 @@ def json_answer(table: pa.Table) -> bytes:
         elif pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_dictionary(kind):
             name = "STRING"
         else:
-            name = next((n for n, t in JSON_TYPES.items() if t == kind and n not in ("DATE",)), None)
-            if name is None:
+            found = next((n for n, t in JSON_TYPES.items() if t == kind and n != "DATE"), None)
+            if found is None:
                 raise ValueError(f"column {field.name}: no QuestDB type for {kind}")
+            name = found
         columns.append({"name": field.name, "type": name})
         data.append(column.to_pylist())
     return orjson.dumps({"columns": columns, "dataset": [list(r) for r in zip(*data, strict=True)]})

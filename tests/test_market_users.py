@@ -194,6 +194,24 @@ def test_a_wrong_user_answer_fails_the_cell_naming_the_user(market_tiny: Dataset
 
 
 @pytest.mark.slow
+def test_a_user_whose_query_fails_names_itself(market_tiny: Dataset, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine refuses user 1's query (its block written into the query): the cell is an
+    error that names user 1 and the process it ran in."""
+    sym = market_params(market_tiny, SEED, user=1).VWAB12D.syms[0]
+    failing = {"M-VWAB-12D.sql": "SELECT sym, CAST(make_timestamp(tsn // 1000) AS DATE) AS day, "
+               "sum(bid * bsize) / sum(bsize) AS vwab FROM quotes WHERE list_contains($vwab_syms, sym) "
+               "AND tsn >= epoch_ns($vwab_start) AND tsn < epoch_ns($vwab_end) "
+               f"AND CASE WHEN list_contains($vwab_syms, '{sym}') THEN error('refused') ELSE true END "
+               "GROUP BY ALL ORDER BY sym, day;\n"}
+    engine = install_toy(tmp_path, monkeypatch, query_override=failing)
+    recs = _run_users(engine, market_tiny, tmp_path / "run", users=(2,), ui_users=0, repetitions=1)
+    rec = recs[users_id("M-VWAB-12D", 2)]
+    assert rec.status == "error" and rec.reason.startswith("user 1 (pid ") and "refused" in rec.reason, rec.reason
+    assert "user 0" not in rec.reason
+
+
+@pytest.mark.slow
 def test_a_user_count_the_engine_declares_beyond_it_is_recorded_with_the_reason(
         market_tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = install_toy(tmp_path, monkeypatch,

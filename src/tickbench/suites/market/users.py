@@ -111,7 +111,7 @@ def model_of(engine: type[Engine]) -> str:
     if issubclass(engine, Server):
         return "a process per user, each with its own connection to the server"
     if issubclass(engine, SharedReaders):
-        return "a process per user, each with its own read-only open of the store"
+        return "a process per user, each with its own open of the store (read-only where the engine has one)"
     if issubclass(engine, ProcessClients):
         return "threads of the engine's process (one open of the store per process), each with its own connection"
     return "threads of the engine's process over its one open of the store, each with its own parameters"

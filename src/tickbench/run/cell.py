@@ -41,6 +41,7 @@ from tickbench.run.engine_process import (
     WorkerOp,
     stopping,
 )
+from tickbench.run.memory import BUDGET_ENV, GIB, tree_rss
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -453,6 +454,7 @@ class Worker:
 
 
 CLIENTS_GO_S = 0.2  # :meth:`Clients.run`: the clients start together this long after the last is sent
+CLIENTS_SAMPLE_S = 0.1  # how often :meth:`Clients.run` samples the clients' memory
 CLIENTS_CLOSE_S = 120.0  # how long the clients may take to close their own clients, all together
 
 
@@ -469,6 +471,8 @@ class Clients:
         self.procs = [EngineProcess(ctx.info.name, worker.workdir, worker.ds.root, ctx.params, ctx.suite.worker_ops)
                       for _ in range(count)]
         self.failed = False
+        #: The largest sampled resident memory of the clients, the worker and its servers (:meth:`run`).
+        self.peak_rss = 0
 
     def __enter__(self) -> Clients:
         try:
@@ -514,26 +518,31 @@ class Clients:
             self.failed = True
             raise type(exc)(f"client {i} (pid {pid}): {exc}") from exc
 
-    def run(self, timeout: float, msgs: Sequence[dict[str, Any]],
-            sample: Callable[[list[int]], None] | None = None) -> list[dict[str, Any]]:
+    def run(self, timeout: float, msgs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """Send ``msgs[i]`` (``op=`` and its arguments) to client ``i``, each with a common start
         ``start_ns`` on the machine's monotonic clock (``time.perf_counter_ns``: the same clock in
         every process on Linux), after every message is sent: a barrier across the processes.
-        Their replies in client order; ``sample(pids)`` is called every :data:`POLL_S` × 20 s
-        while they run (e.g. their memory). Past ``timeout`` seconds every client is killed."""
+        Their replies in client order. While they run, the resident memory of the clients, the
+        worker and its servers is sampled (:attr:`peak_rss`); past the memory budget, or past
+        ``timeout`` seconds, every client is killed."""
         if len(msgs) != len(self.procs):
             raise ValueError(f"{len(msgs)} messages for {len(self.procs)} clients")
         start_ns = time.perf_counter_ns() + int((CLIENTS_GO_S + 0.001 * len(msgs)) * 1e9)
+        budget = self.procs[0].budget if self.procs else 0
         try:
             for p, msg in zip(self.procs, msgs, strict=True):
                 p.send(**msg, start_ns=start_ns)
             deadline = time.monotonic() + timeout
             replies: list[dict[str, Any]] = []
             for i, p in enumerate(self.procs):
-                while sample is not None and p.conn is not None and not p.conn.poll(POLL_S * 20):
-                    if time.monotonic() >= deadline:
-                        break
-                    sample(self.pids)
+                while p.conn is not None and not p.conn.poll(CLIENTS_SAMPLE_S) and time.monotonic() < deadline:
+                    rss = tree_rss([*self.pids, *self.worker.engine_pids()])
+                    self.peak_rss = max(self.peak_rss, rss)
+                    if rss > budget:
+                        raise MemoryBudgetExceeded(
+                            f"{len(self.procs)} client processes and the engine held {rss / GIB:.1f} GiB, above the "
+                            f"memory budget of {budget / GIB:.1f} GiB; stopped before the machine ran out "
+                            f"(fewer clients, or raise it with {BUDGET_ENV}=GIB if the machine has room)")
                 replies.append(self._receive(i, p, deadline))
             return replies
         except BaseException:

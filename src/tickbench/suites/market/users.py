@@ -35,7 +35,6 @@ from tickbench.market_params import MarketParams, MarketParamsError, check_users
 from tickbench.market_reference import answer
 from tickbench.results import Stats
 from tickbench.run.cell import CellContext, Worker
-from tickbench.run.memory import tree_rss
 from tickbench.suites.stream.harness import bound
 
 if TYPE_CHECKING:
@@ -230,19 +229,15 @@ class Users:
             self.worker.call(proto.load_timeout_s, op="stop")
         try:
             with self.worker.clients(len(each)) as pool:
-                peak = [0]
-
-                def sample(pids: list[int]) -> None:
-                    peak[0] = max(peak[0], tree_rss([*pids, *self.worker.engine_pids()]))
-
-                runs = pool.run(timeout, [{**msg, "users": [u], "own": True} for u in each], sample)
+                runs = pool.run(timeout, [{**msg, "users": [u], "own": True} for u in each])
+                peak = pool.peak_rss
                 noop = pool.run(timeout, [{**msg, "budget_s": CEILING_BUDGET_S, "users": [u], "ceiling": [a]}
                                           for u, a in zip(each, answers, strict=True)])
         finally:
             if embedded:
                 self.worker.call(proto.load_timeout_s, op="start")
         reply = {"users": [r["users"][0] for r in runs], "processes": len(each),
-                 "rss_peak_bytes": max(peak[0], *(r["rss_peak_bytes"] for r in runs))}
+                 "rss_peak_bytes": max(peak, *(r["rss_peak_bytes"] for r in runs))}
         return reply, {"users": [r["users"][0] for r in noop]}
 
 

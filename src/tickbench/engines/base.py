@@ -510,9 +510,9 @@ class Storage(ABC):
 
 
 class SharedReaders(ABC):
-    """Capability: concurrency clients as processes of their own, each opening the loaded
-    store beside the others (a read-only open, or a connection to the server another process
-    started). Without it, an engine's clients are threads of one process, each with its own
+    """Capability: concurrency clients, and the market suite's users, as processes of their own,
+    each opening the loaded store beside the others (a read-only open, or a connection to the
+    server another process started). Without it, an engine's clients are threads of one process, each with its own
     adapter instance (or, for an in-memory engine, sharing the one that holds the data)."""
 
     @abstractmethod
@@ -553,13 +553,14 @@ class Market(ABC):
     is declared in ``engine.toml``'s ``[unsupported]`` with the reason. The market suite calls
     these instead of :meth:`Engine.load`; an engine keeps its market code in a module of its own.
 
-    The market suite's users: with :class:`SharedReaders`, each user is a new adapter instance
-    opened with :meth:`SharedReaders.start_shared`; without it (an in-memory engine, a store
-    opened once per process), each is a shallow copy of the loaded adapter, given its own
-    parameters with :meth:`Engine.set_params`, whose ``run_query`` is called from the user's own
-    thread, several at once: what the copies share must be safe for that (or guarded by a lock
-    in the adapter), and a user count the engine cannot serve is declared in ``[unsupported]``
-    as ``"M-VWAB-12D/users=100" = "why"``."""
+    The market suite's users: with :class:`SharedReaders`, each user is a client process of its
+    own, an adapter opened with :meth:`SharedReaders.start_shared` and bound to the user's
+    parameters; with :class:`ProcessClients`, a thread of the engine's process with a client from
+    :meth:`ProcessClients.open_client`; an in-memory engine's users are threads over shallow
+    copies of the loaded adapter, given their own parameters with :meth:`Engine.set_params`,
+    whose ``run_query`` runs from several threads at once (what the copies share must be safe for
+    that). The engine's own limit that shapes this is :attr:`Engine.users_limit`; a user count
+    the engine cannot serve is declared in ``[unsupported]`` as ``"M-VWAB-12D/users=100" = "why"``."""
 
     @abstractmethod
     def load_market(self) -> int:

@@ -32,9 +32,12 @@ TOY_ADAPTER = '''
 
 from __future__ import annotations
 
+import copy
+import os
 import re
 import threading
-from typing import ClassVar
+import time
+from typing import Callable, ClassVar
 
 import duckdb
 import pyarrow as pa
@@ -48,10 +51,14 @@ from tickbench.engines.base import (
     Market,
     MarketIngest,
     MarketReader,
+    ProcessClients,
     SharedReaders,
     StreamSender,
     StreamTarget,
 )
+
+DECODE_S = 0.0  # a slow client: seconds its decoding of each answer takes (install_toy's decode_s)
+PIDS_FILE = ""  # where each client process of its own writes its pid (install_toy's pids_file)
 
 
 class Adapter(Engine, Market, SharedReaders):
@@ -79,6 +86,23 @@ class Adapter(Engine, Market, SharedReaders):
 
     def start_shared(self) -> None:
         self.start()  # a connection of its own over the shared tables: nothing is locked
+        if PIDS_FILE:
+            with open(PIDS_FILE, "a") as f:
+                f.write(str(os.getpid()) + " ")
+
+    def open_client(self, params: object) -> "Adapter":
+        client = copy.copy(self)
+        client.start()  # a connection of its own in this process
+        client.set_params(params)  # type: ignore[arg-type]
+        return client
+
+    def client_decoder(self, qid: str, answer: pa.Table) -> Callable[[], object]:
+        decode = super().client_decoder(qid, answer)
+
+        def run() -> object:
+            time.sleep(DECODE_S)
+            return decode()
+        return run
 
     def stop(self) -> None:
         if self.con is not None:
@@ -93,7 +117,9 @@ class Adapter(Engine, Market, SharedReaders):
 
     def run_query(self, qid: str) -> pa.Table:
         assert self.con is not None
-        return bound(self.con, self.query_text(qid), self.params)
+        table = bound(self.con, self.query_text(qid), self.params)
+        time.sleep(DECODE_S)  # the client's decoding of the answer
+        return table
 
 
 def bound(con: duckdb.DuckDBPyConnection, sql: str, params: object) -> pa.Table:
@@ -219,11 +245,15 @@ ANSWERED = ("M-VWAB-12D", "M-SNAP", "M-STATS-UI")
 
 def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymarket",
                 extra_unsupported: dict[str, str] | None = None, query_override: dict[str, str] | None = None,
-                ingest: bool = False, send_delay_s: float = 0.0) -> str:
+                ingest: bool = False, send_delay_s: float = 0.0, threads: bool = False, decode_s: float = 0.0,
+                pids_file: Path | None = None) -> str:
     """Write the toy engine ``name`` into a package under ``root`` and make it discoverable (this
     process and the engine processes it spawns); with ``ingest`` it also has the market ingest
     capability (a DuckDB store written by cursors of one connection), each write taking at least
-    ``send_delay_s``. Returns the engine's name."""
+    ``send_delay_s``. Its users are client processes of their own (each writing its pid to
+    ``pids_file``), or with ``threads`` threads of the engine's process, each with a connection of
+    its own (an engine that admits one open per process, as chDB); its client takes ``decode_s``
+    to decode each answer. Returns the engine's name."""
     # A package name of its own per install: the registry caches adapter classes by module.
     package = f"{name}_" + re.sub(r"\W", "_", root.name)
     pkg = root / "plugins" / package
@@ -236,6 +266,12 @@ def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymar
     declared = "\n".join(f'"{k}" = "{v}"' for k, v in gaps.items())
     (folder / "engine.toml").write_text(TOY_TOML.format(unsupported=declared))
     adapter = textwrap.dedent(TOY_ADAPTER)
+    adapter = adapter.replace("DECODE_S = 0.0", f"DECODE_S = {float(decode_s)!r}")
+    adapter = adapter.replace('PIDS_FILE = ""', f"PIDS_FILE = {str(pids_file or '')!r}")
+    if threads:
+        adapter = adapter.replace("class Adapter(Engine, Market, SharedReaders):",
+                                  "class Adapter(Engine, Market, ProcessClients):\n"
+                                  '    users_limit = "one open per process (the toy, as chDB)"')
     if ingest:
         adapter = adapter.replace("class Adapter(Engine, Market, SharedReaders):",
                                   "class _Base(Engine, Market, SharedReaders):")

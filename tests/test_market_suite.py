@@ -22,7 +22,7 @@ from tickbench.results import read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.session import RunError, run
 from tickbench.suites.market import LOADS, QUERY_IDS
-from tickbench.suites.market.users import users_id
+from tickbench.suites.market.users import own_processes, users_id
 from tickbench.suites.registry import run_config, suite_options
 
 SEED = int(MARKET_TINY["seed"])
@@ -90,7 +90,18 @@ def test_market_suite_verifies(engine: str, market_tiny: Dataset, tmp_path: Path
             assert rec.reason and (bench in info.unsupported or bench.split("/")[0] in info.unsupported)
             continue
         assert rec.status == "ok", f"{bench}: {rec.status} {rec.reason}"
-        assert rec.verified is True and len(rec.figures["per_user"]) == rec.figures["users"]
+        f = rec.figures
+        assert rec.verified is True and len(f["per_user"]) == f["users"]
+        # each user timed 20 queries of its own (2 asked) with its p10 … p90; every user's first
+        # began before any user's last ended: none waited for the others (no lock serialises them)
+        per = f["per_user"]
+        assert all(u["n"] == 20 and u["p10_ms"] <= u["p50_ms"] <= u["p90_ms"] for u in per)
+        assert max(u["from_s"] for u in per) < min(u["to_s"] for u in per)
+        pids = {u["pid"] for u in per}
+        if own_processes(cls):  # a process per user, each with its own client
+            assert len(pids) == f["users"] == f["processes"], f["per_user"]
+        else:  # threads of the engine's process, with the engine's limit that makes them so
+            assert len(pids) == 1 and f["processes"] == 1 and f["limit"] == cls.users_limit != ""
 
 
 def test_the_market_suite_refuses_the_paper_dataset(tiny: Dataset, tmp_path: Path) -> None:

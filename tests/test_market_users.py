@@ -7,10 +7,16 @@ market capability."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+import psutil
 import pytest
 
 from tests.conftest import MARKET_TINY
@@ -52,10 +58,16 @@ def test_users_on_the_toy_engine_verify_each_user(market_tiny: Dataset, tmp_path
         f = rec.figures
         _, users = parse_id(bench) or ("", 0)
         assert f["users"] == users and len(f["per_user"]) == users
-        assert all(u["n"] == 2 and u["p50_ms"] <= u["p99_ms"] <= u["max_ms"] for u in f["per_user"])
-        assert f["queries"] == 2 * users and f["qps"] > 0 and f["spread"] >= 1
+        # at least 20 timed queries per user (2 asked), each user's p10 … max
+        assert f["repetitions"] == 20 and f["queries"] == 20 * users and f["qps"] > 0 and f["spread"] >= 1
+        assert all(u["n"] == 20 and u["p10_ms"] <= u["p50_ms"] <= u["p90_ms"] <= u["p99_ms"] <= u["max_ms"]
+                   for u in f["per_user"])
+        assert f["p10_ms"] <= f["p50_ms"] <= f["p90_ms"] <= f["p99_ms"]
         assert f["ceiling_qps"] > 0 and isinstance(f["client_bound"], bool) and f["rss_peak_bytes"] > 0
-        assert "own read-only open of the store" in f["model"]
+        assert "a process per user" in f["model"] and "limit" not in f
+        # each user a client process of its own, none of them the runner
+        pids = [u["pid"] for u in f["per_user"]]
+        assert len(set(pids)) == users == f["processes"] and os.getpid() not in pids
     # 20 users need 20 disjoint blocks of 10 instruments: the universe of 100 has room for 10
     refused = recs[users_id("M-VWAB-12D", 20)]
     assert refused.status == "not_applicable" and "at most 10 users" in refused.reason
@@ -73,6 +85,7 @@ def test_users_on_the_toy_engine_verify_each_user(market_tiny: Dataset, tmp_path
     report = (out / "report.md").read_text()
     users_part = report.split("### Users")[1]
     assert "M-VWAB-12D | toymarket | 3 |" in users_part and "Each user:" in users_part
+    assert "| p10 ms | p50 ms | p90 ms | p99 ms |" in users_part.split("Each user:")[1]
     assert "chart-market-users" in (out / "report.html").read_text()
     # README's generated market block carries the users table beside the queries'
     results = read_results(out / "results.json")
@@ -84,6 +97,82 @@ def test_users_on_the_toy_engine_verify_each_user(market_tiny: Dataset, tmp_path
     users_block = block.split("Users (each user's own client")[1]
     assert "| query | engine | users |" in users_block and "| M-VWAB-12D | toymarket | 3 |" in users_block
     assert "harness's own ceiling" in users_block and "During ingest" not in block
+
+
+@pytest.mark.slow
+def test_users_of_an_engine_with_one_open_per_process_are_its_threads_and_none_waits(
+        market_tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine that admits one open per process (as chDB): its users are threads of the engine's
+    process, each with a connection of its own, the engine's limit recorded; no lock of
+    tickbench's serialises them: every user ran its 20 queries, and every user's first started
+    before any user's last ended (taking turns one user after another would not)."""
+    engine = install_toy(tmp_path, monkeypatch, threads=True)
+    recs = _run_users(engine, market_tiny, tmp_path / "run", users=(3,), ui_users=0, repetitions=1)
+    rec = recs[users_id("M-VWAB-12D", 3)]
+    assert rec.status == "ok" and rec.verified is True, f"{rec.status} {rec.reason}"
+    f = rec.figures
+    assert f["limit"] == "one open per process (the toy, as chDB)" and f["processes"] == 1
+    assert "threads of the engine's process" in f["model"] and "own connection" in f["model"]
+    per = f["per_user"]
+    assert [u["n"] for u in per] == [20, 20, 20] and len({u["pid"] for u in per}) == 1
+    assert max(u["from_s"] for u in per) < min(u["to_s"] for u in per)
+    report = tmp_path / "run"
+    write_reports(read_results(report / "results.json"), report)
+    assert "The engines' own limits: toymarket: one open per process" in (report / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_harness_ceiling_includes_the_clients_decoding(market_tiny: Dataset, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that takes 0.2 s to decode each answer: the harness's ceiling (the same users
+    decoding a real answer with no engine behind it) takes it too, and the cell, whose queries
+    are bound by that decoding, is marked client-bound."""
+    engine = install_toy(tmp_path, monkeypatch, decode_s=0.2)
+    recs = _run_users(engine, market_tiny, tmp_path / "run", users=(1,), ui_users=0, repetitions=1)
+    f = recs[users_id("M-VWAB-12D", 1)].figures
+    assert recs[users_id("M-VWAB-12D", 1)].status == "ok"
+    assert f["ceiling_p50_ms"] >= 200 and f["p50_ms"] >= 200 and f["client_bound"] is True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@pytest.mark.slow
+def test_a_runner_killed_during_the_users_leaves_no_user_process(market_tiny: Dataset, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGKILL to the runner while its users' processes query: each dies with it (checked by the
+    pids the users' processes wrote, and nothing else)."""
+    pids_file = tmp_path / "pids"
+    install_toy(tmp_path, monkeypatch, decode_s=0.5, pids_file=pids_file)
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "tickbench.cli", "run", "--suite", "market", "--engines",
+                             "toymarket", "--data", str(market_tiny.root), "--out", str(out), "--users", "3",
+                             "--ui-users", "0", "--ingest-rates", "max", "--ingest-writers", "1"],
+                            env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        seen: list[int] = []
+        while len(seen) < 3 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+            seen = [int(x) for x in pids_file.read_text().split()] if pids_file.exists() else []
+        assert len(seen) >= 3, "the users' processes did not open"
+        time.sleep(1.0)  # the users are querying (each query takes 0.5 s)
+        assert all(_alive(p) for p in seen[:3])
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(60)
+        deadline = time.monotonic() + 30
+        while any(_alive(p) for p in seen) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in seen if _alive(p)], "user processes left running after the runner was killed"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(60)
 
 
 @pytest.mark.slow
@@ -102,6 +191,24 @@ def test_a_wrong_user_answer_fails_the_cell_naming_the_user(market_tiny: Dataset
     assert recs[users_id("M-VWAB-12D", 1)].status == "ok"
     rec = recs[users_id("M-VWAB-12D", 2)]
     assert rec.status == "wrong" and rec.reason.startswith("user 1 ")
+
+
+@pytest.mark.slow
+def test_a_user_whose_query_fails_names_itself(market_tiny: Dataset, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine refuses user 1's query (its block written into the query): the cell is an
+    error that names user 1 and the process it ran in."""
+    sym = market_params(market_tiny, SEED, user=1).VWAB12D.syms[0]
+    failing = {"M-VWAB-12D.sql": "SELECT sym, CAST(make_timestamp(tsn // 1000) AS DATE) AS day, "
+               "sum(bid * bsize) / sum(bsize) AS vwab FROM quotes WHERE list_contains($vwab_syms, sym) "
+               "AND tsn >= epoch_ns($vwab_start) AND tsn < epoch_ns($vwab_end) "
+               f"AND CASE WHEN list_contains($vwab_syms, '{sym}') THEN error('refused') ELSE true END "
+               "GROUP BY ALL ORDER BY sym, day;\n"}
+    engine = install_toy(tmp_path, monkeypatch, query_override=failing)
+    recs = _run_users(engine, market_tiny, tmp_path / "run", users=(2,), ui_users=0, repetitions=1)
+    rec = recs[users_id("M-VWAB-12D", 2)]
+    assert rec.status == "error" and rec.reason.startswith("user 1 (pid ") and "refused" in rec.reason, rec.reason
+    assert "user 0" not in rec.reason
 
 
 @pytest.mark.slow
@@ -206,3 +313,17 @@ def test_a_users_parameters_drawn_from_the_runs_are_its_own(market_tiny: Dataset
     blocks = [set(u.VWAB12D.syms) for u in users]
     assert all(not blocks[i] & blocks[j] for i in range(4) for j in range(i + 1, 4))
     assert len({u.T for u in users}) == 4 and len({u.UI for u in users}) == 4
+
+
+@pytest.mark.parametrize("qid", ["M-VWAB-12D", "M-SNAP", "M-STATS-UI"])
+def test_questdbs_ceiling_decodes_the_users_answers_as_exec_sends_them(market_tiny: Dataset, qid: str) -> None:
+    """QuestDB's client parses ``/exec``'s JSON: its harness ceiling decodes each users query's
+    real answer from that JSON, and reads back the same answer."""
+    orjson = pytest.importorskip("orjson")
+    from tickbench import verify
+    from tickbench.engines.questdb.server import json_answer, json_table
+
+    want = answer(qid, market_tiny, market_params(market_tiny, SEED))
+    body = json_answer(want.to_arrow())
+    got = verify.normalize(pl.from_arrow(json_table(orjson.loads(body))), want)  # type: ignore[arg-type]
+    assert want.height > 0 and verify.compare(got, want).ok

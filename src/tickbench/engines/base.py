@@ -338,6 +338,10 @@ class Engine(ABC):
     #: Whether the loaded data survive :meth:`stop` (``False`` for an in-memory engine: a
     #: restart must :meth:`load` again, and W, SE and durability do not apply).
     persistent: ClassVar[bool] = True
+    #: The engine's own limit on concurrent clients of one store, as its documentation states
+    #: it, where that limit shapes how the market suite's users run (one open per process, one
+    #: process per store); recorded with each users cell and shown in the report. Empty: none.
+    users_limit: ClassVar[str] = ""
     #: Whether the engine can run against a server the user runs (:class:`Endpoint`): no
     #: install, start, stop, kill or server-wide setting; its own marked tables in a
     #: namespace of its own, dropped after the run unless kept (see ``engines/server.py``).
@@ -461,6 +465,20 @@ class Engine(ABC):
         writes them again."""
         self.params = params
 
+    def client_decoder(self, qid: str, answer: pa.Table) -> Callable[[], object]:
+        """A call that does, with no engine behind it, the decoding this adapter's client does
+        to turn the answer of query ``qid`` into its Arrow table, here of ``answer`` (a real
+        answer of the query): the market suite's harness ceiling times it in the users' own
+        processes, so a cell whose users are bound by their client's decoding is flagged. The
+        default reads the answer's Arrow IPC stream (an engine whose client receives Arrow); an
+        adapter whose client decodes another wire format (rows, JSON) overrides it with that
+        decoding, the encoding done here, before any clock."""
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, answer.schema) as writer:
+            writer.write_table(answer)
+        buf = sink.getvalue()
+        return lambda: pa.ipc.open_stream(buf).read_all()
+
 
 class BulkLoad(ABC):
     """Capability: W, the bulk load of the bulk-load day (SPEC §2.1)."""
@@ -516,15 +534,28 @@ class Storage(ABC):
 
 
 class SharedReaders(ABC):
-    """Capability: concurrency clients as processes of their own, each opening the loaded
-    store beside the others (a read-only open, or a connection to the server another process
-    started). Without it, an engine's clients are threads of one process, each with its own
+    """Capability: concurrency clients, and the market suite's users, as processes of their own,
+    each opening the loaded store beside the others (a read-only open, or a connection to the
+    server another process started). Without it, an engine's clients are threads of one process, each with its own
     adapter instance (or, for an in-memory engine, sharing the one that holds the data)."""
 
     @abstractmethod
     def start_shared(self) -> None:
         """Open the loaded store beside other clients; :meth:`Engine.stop` then releases only
         what this opened."""
+
+
+class ProcessClients(ABC):
+    """Capability: the engine opens its store once per process and no second process may open
+    it meanwhile, but within that process any number of clients, each with its own connection,
+    run queries concurrently (chDB's session path). The market suite's users are then threads
+    of the engine's process, each with a client from :meth:`open_client`."""
+
+    @abstractmethod
+    def open_client(self, params: RunParams) -> Engine:
+        """A client of the open store for one user: an adapter bound to ``params`` with a
+        connection of its own (its ``run_query`` called from one thread; :meth:`Engine.stop`
+        closes only that connection)."""
 
 
 class EngineTime(ABC):
@@ -546,13 +577,14 @@ class Market(ABC):
     is declared in ``engine.toml``'s ``[unsupported]`` with the reason. The market suite calls
     these instead of :meth:`Engine.load`; an engine keeps its market code in a module of its own.
 
-    The market suite's users: with :class:`SharedReaders`, each user is a new adapter instance
-    opened with :meth:`SharedReaders.start_shared`; without it (an in-memory engine, a store
-    opened once per process), each is a shallow copy of the loaded adapter, given its own
-    parameters with :meth:`Engine.set_params`, whose ``run_query`` is called from the user's own
-    thread, several at once: what the copies share must be safe for that (or guarded by a lock
-    in the adapter), and a user count the engine cannot serve is declared in ``[unsupported]``
-    as ``"M-VWAB-12D/users=100" = "why"``."""
+    The market suite's users: with :class:`SharedReaders`, each user is a client process of its
+    own, an adapter opened with :meth:`SharedReaders.start_shared` and bound to the user's
+    parameters; with :class:`ProcessClients`, a thread of the engine's process with a client from
+    :meth:`ProcessClients.open_client`; an in-memory engine's users are threads over shallow
+    copies of the loaded adapter, given their own parameters with :meth:`Engine.set_params`,
+    whose ``run_query`` runs from several threads at once (what the copies share must be safe for
+    that). The engine's own limit that shapes this is :attr:`Engine.users_limit`; a user count
+    the engine cannot serve is declared in ``[unsupported]`` as ``"M-VWAB-12D/users=100" = "why"``."""
 
     @abstractmethod
     def load_market(self) -> int:
@@ -727,7 +759,8 @@ class Ingest(ABC):
 CAPABILITIES: dict[str, type] = {"bulk load": BulkLoad, "storage": Storage, "ingest": Ingest, "market": Market,
                                  "market bulk load": MarketBulkLoad, "market storage": MarketStorage,
                                  "market ingest": MarketIngest,
-                                 "engine time": EngineTime, "shared readers": SharedReaders, "server": Server}
+                                 "engine time": EngineTime, "shared readers": SharedReaders,
+                                 "process clients": ProcessClients, "server": Server}
 
 
 C = TypeVar("C")

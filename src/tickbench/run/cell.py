@@ -39,7 +39,9 @@ from tickbench.run.engine_process import (
     MemoryBudgetExceeded,
     WorkerDied,
     WorkerOp,
+    stopping,
 )
+from tickbench.run.memory import BUDGET_ENV, GIB, tree_rss
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -292,6 +294,11 @@ class Worker:
         """Sleep until the runner's monotonic clock reads ``t_ns`` (from :meth:`wait_until`)."""
         time.sleep(max(0, t_ns - time.monotonic_ns()) / 1e9)
 
+    def engine_pids(self) -> list[int]:
+        """The engine process's pid and its servers' (those it reported starting), for memory."""
+        proc = self.proc.proc
+        return [*([proc.pid] if proc is not None and proc.pid else []), *self.proc.server_pids]
+
     def kill_servers(self) -> int:
         """SIGKILL the engine's server processes and their children, not the engine process (a
         server crash); how many processes were killed. An embedded engine has none."""
@@ -328,6 +335,12 @@ class Worker:
         finally:
             for p in procs:
                 p.close()
+
+    def clients(self, count: int) -> Clients:
+        """A pool of ``count`` further engine processes, each opened beside this one over its
+        store (``start_shared``: its own connection, or its own open) before any clock: use it
+        as a context manager; leaving it closes them, or kills them after a failure."""
+        return Clients(self, count)
 
     def start(self, load: bool | None = None) -> None:
         """Start the engine (and load it when the worker loads); failures raise."""
@@ -438,3 +451,101 @@ class Worker:
         meta = self.ctx.meta
         meta["peak_rss_bytes"] = max(meta.get("peak_rss_bytes", 0), self.proc.peak_rss)
         meta["memory_budget_bytes"] = self.proc.budget
+
+
+CLIENTS_GO_S = 0.2  # :meth:`Clients.run`: the clients start together this long after the last is sent
+CLIENTS_SAMPLE_S = 0.1  # how often :meth:`Clients.run` samples the clients' memory
+CLIENTS_CLOSE_S = 120.0  # how long the clients may take to close their own clients, all together
+
+
+class Clients:
+    """A pool of client processes, each an engine process opened beside the worker's
+    (:meth:`Worker.clients`). They are spawned together and opened in parallel (outside any
+    clock); :meth:`run` then starts one operation in every one at once. Like every engine
+    process, each dies with the runner (``PR_SET_PDEATHSIG``) and is killed on a timeout, a
+    crash or a signal; a failure names the client (its number and pid)."""
+
+    def __init__(self, worker: Worker, count: int) -> None:
+        ctx = worker.ctx
+        self.worker = worker
+        self.procs = [EngineProcess(ctx.info.name, worker.workdir, worker.ds.root, ctx.params, ctx.suite.worker_ops)
+                      for _ in range(count)]
+        self.failed = False
+        #: The largest sampled resident memory of the clients, the worker and its servers (:meth:`run`).
+        self.peak_rss = 0
+
+    def __enter__(self) -> Clients:
+        try:
+            for p in self.procs:  # spawned together: their imports and opens overlap
+                p.send(op="start_shared")
+            deadline = time.monotonic() + self.worker.ctx.protocol.load_timeout_s
+            for i, p in enumerate(self.procs):
+                self._receive(i, p, deadline)
+        except BaseException:
+            self.kill()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.failed or exc[0] is not None or stopping():
+            self.kill()
+            return
+        try:  # each closes its own client, all at once; one that does not is killed
+            for p in self.procs:
+                p.send(op="exit")
+            deadline = time.monotonic() + CLIENTS_CLOSE_S
+            for p in self.procs:
+                p.receive(max(0.0, deadline - time.monotonic()))
+        except (CellTimeout, WorkerDied, EngineError):
+            pass
+        finally:
+            self.kill()
+
+    @property
+    def pids(self) -> list[int]:
+        """The clients' process ids, in client order (0 for one not running)."""
+        return [(p.proc.pid or 0) if p.proc is not None else 0 for p in self.procs]
+
+    def kill(self) -> None:
+        for p in self.procs:
+            p.kill()
+
+    def _receive(self, i: int, p: EngineProcess, deadline: float) -> dict[str, Any]:
+        pid = (p.proc.pid or 0) if p.proc is not None else 0
+        try:
+            return p.receive(max(0.0, deadline - time.monotonic()))
+        except (CellTimeout, WorkerDied, EngineError) as exc:
+            self.failed = True
+            raise type(exc)(f"client {i} (pid {pid}): {exc}") from exc
+
+    def run(self, timeout: float, msgs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Send ``msgs[i]`` (``op=`` and its arguments) to client ``i``, each with a common start
+        ``start_ns`` on the machine's monotonic clock (``time.perf_counter_ns``: the same clock in
+        every process on Linux), after every message is sent: a barrier across the processes.
+        Their replies in client order. While they run, the resident memory of the clients, the
+        worker and its servers is sampled (:attr:`peak_rss`); past the memory budget, or past
+        ``timeout`` seconds, every client is killed."""
+        if len(msgs) != len(self.procs):
+            raise ValueError(f"{len(msgs)} messages for {len(self.procs)} clients")
+        start_ns = time.perf_counter_ns() + int((CLIENTS_GO_S + 0.001 * len(msgs)) * 1e9)
+        budget = self.procs[0].budget if self.procs else 0
+        try:
+            for p, msg in zip(self.procs, msgs, strict=True):
+                p.send(**msg, start_ns=start_ns)
+            deadline = time.monotonic() + timeout
+            replies: list[dict[str, Any]] = []
+            for i, p in enumerate(self.procs):
+                while p.conn is not None and not p.conn.poll(CLIENTS_SAMPLE_S) and time.monotonic() < deadline:
+                    rss = tree_rss([*self.pids, *self.worker.engine_pids()])
+                    self.peak_rss = max(self.peak_rss, rss)
+                    if rss > budget:
+                        raise MemoryBudgetExceeded(
+                            f"{len(self.procs)} client processes and the engine held {rss / GIB:.1f} GiB, above the "
+                            f"memory budget of {budget / GIB:.1f} GiB; stopped before the machine ran out "
+                            f"(fewer clients, or raise it with {BUDGET_ENV}=GIB if the machine has room)")
+                replies.append(self._receive(i, p, deadline))
+            return replies
+        except BaseException:
+            self.failed = True
+            self.kill()
+            raise

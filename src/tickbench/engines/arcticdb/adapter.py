@@ -54,6 +54,7 @@ from tickbench.engines.base import (
     Ingest,
     IngestClient,
     LoadFigures,
+    SharedReaders,
     Storage,
     StreamTarget,
 )
@@ -83,7 +84,7 @@ def load_query(path: Path) -> ModuleType:
     return module
 
 
-class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest):
+class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest, SharedReaders):
     ac: adb.Arctic | None = None
     store: Store | None = None
     ingest: IngestStore | None = None
@@ -94,6 +95,9 @@ class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest):
     # An append returns after the LMDB transaction publishing its version has committed; a killed
     # process cannot take a committed transaction back, so no acknowledged row is lost.
     ingest_durable: ClassVar[frozenset[str]] = frozenset({"default"})
+    users_limit: ClassVar[str] = (
+        "one open per process: LMDB's environment must not be opened twice in one process (ArcticDB's LMDB "
+        "guide), while several processes may read it at once, so each user is a process of its own")
 
     def __init__(self, info: EngineInfo, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
         super().__init__(info, workdir, dataset, params)
@@ -114,6 +118,11 @@ class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest):
     def start(self) -> None:
         self.ac, lib = self._open(self.root, self.dataset.sizes(self.params.load_days())["parquet_bytes"])
         self.store = Store.open(lib)
+
+    def start_shared(self) -> None:
+        """A client process's own open of the loaded LMDB store: LMDB takes several reader
+        processes beside one another, but one environment per process."""
+        self.start()
 
     def stop(self) -> None:
         # Dropping the last references closes the LMDB environment.

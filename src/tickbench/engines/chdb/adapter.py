@@ -10,6 +10,7 @@ or, when no session is open, in a session of its own under the store's directory
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import tempfile
@@ -31,6 +32,7 @@ from tickbench.engines.base import (
     Ingest,
     IngestClient,
     LoadFigures,
+    ProcessClients,
     Storage,
     StreamTarget,
     storage_figures,
@@ -65,6 +67,7 @@ from tickbench.engines.chdb.statements import (
     param_text,
     query_params,
 )
+from tickbench.params import RunParams
 
 HERE = Path(__file__).parent
 SCHEMA = (HERE / "schema.sql").read_text()
@@ -98,8 +101,9 @@ INGEST_LATEST = ("SELECT sym, ts, b1price, a1price FROM {db:Identifier}.book "
                  "ORDER BY sym, ts DESC LIMIT 1 BY sym")
 
 
-class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ChdbMarket):
-    session: Session | None = None
+class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, ChdbMarket):
+    # A session or, for a user's client (open_client), a connection of its own: same query().
+    session: Session | Connection | None = None
     # True while the session's last statement was a benchmark query (see query_memory_bytes).
     _query_last: bool = False
     # The last benchmark query's query_log row once read (query_memory_bytes, query_server_ns).
@@ -108,7 +112,6 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ChdbMarket):
     session_conn: str | None = None
     ingest_conn: str | None = None  # the ingest store's session connection string, while open
     _links: Path | None = None  # where file() reads inputs through plain-named links (see file_glob)
-    _session_lock: threading.Lock = threading.Lock()  # shared by the adapter's copies (the users)
     ingest_mode: str = "default"
     _ingest_readers: threading.local | None = None
     _ingest_open: list[Connection]  # every connection ingest_open and the readers opened
@@ -124,6 +127,11 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ChdbMarket):
     # Each mode acknowledges an insert once its part's files are written: a killed process
     # loses none of them (only "fsync" also survives losing the page cache, a machine crash).
     ingest_durable: ClassVar[frozenset[str]] = frozenset(ingest_durability)
+    users_limit: ClassVar[str] = (
+        "one process per store: chDB hosts one embedded engine per process, bound to one path, and a second "
+        "process cannot open a path in use (ClickHouse locks its status file); within the process any number "
+        "of connections run their queries concurrently (chDB's connect() docs), so the users are threads of "
+        "one process, each with its own connection")
 
     @classmethod
     def probe(cls) -> str:
@@ -153,6 +161,18 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ChdbMarket):
         self._sql(CREATE_DB, {"db": DB})
         self._sql(USE_DB, {"db": DB})
 
+    def open_client(self, params: RunParams) -> Adapter:
+        """A user's own connection to the open session path, in this process (USE is per
+        connection), bound to ``params``."""
+        if self.session_conn is None:
+            raise RuntimeError("chDB is not started")
+        client = copy.copy(self)
+        client.session, client._links = Connection(self.session_conn), None
+        client._query_last, client._query_log = False, None
+        client._sql(USE_DB, {"db": DB})
+        client.set_params(params)
+        return client
+
     def stop(self) -> None:
         if self.session is not None:
             self.session.close()
@@ -167,11 +187,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ChdbMarket):
             raise RuntimeError("chDB is not started")
         self._query_last = False
         text = {name: param_text(value) for name, value in (params or {}).items()}
-        # One session per process, not safe for concurrent queries (its parameters are
-        # session state): the market suite's users, threads over copies of this adapter,
-        # take turns on it (each query still uses ClickHouse's threads).
-        with self._session_lock:
-            return self.session.query(sql, fmt, params=text)
+        return self.session.query(sql, fmt, params=text)
 
     def _scalars(self, sql: str, params: dict[str, Any] | None = None) -> list[int]:
         """The first row of a query of integers (a sum over no rows is 0)."""

@@ -60,6 +60,9 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
         "default": "autocommit: each write is a transaction, logged to the WAL at commit"}
     # The WAL is written before a commit returns, so a killed process loses no acknowledged row.
     ingest_durable: ClassVar[frozenset[str]] = frozenset({"default"})
+    users_limit: ClassVar[str] = (
+        "one read-write process or several read-only ones (DuckDB's concurrency docs): the loaded store's "
+        "read-write open is closed while the users, each a read-only open in a process of its own, run")
 
     @classmethod
     def probe(cls) -> str:

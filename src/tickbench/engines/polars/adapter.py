@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import polars as pl
 import pyarrow as pa
@@ -165,6 +165,10 @@ def load_query(path: Path) -> QueryFn:
 
 class Adapter(PolarsMarket, Engine):
     persistent = False  # the frames live in the process: a restart loads again
+    users_limit: ClassVar[str] = (
+        "in-memory: the frames live in the engine's process, so the users are threads over them, each with its "
+        "own parameters (Polars runs a query in its own thread pool without the GIL; a process per user would "
+        "copy the dataset per user, and Polars' docs warn against fork)")
 
     def __init__(self, info: EngineInfo, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
         super().__init__(info, workdir, dataset, params)

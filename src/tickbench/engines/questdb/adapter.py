@@ -24,9 +24,12 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
+import orjson
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from tickbench.engines.base import EngineTime
 from tickbench.engines.questdb.ingest import QuestDBIngest
@@ -34,7 +37,7 @@ from tickbench.engines.questdb.load import QuestDBLoad
 from tickbench.engines.questdb.market import QuestDBMarket
 from tickbench.engines.questdb.market_ingest import QuestDBMarketIngest
 from tickbench.engines.questdb.schema import bind
-from tickbench.engines.questdb.server import PARQUET_ANSWERS, json_table
+from tickbench.engines.questdb.server import PARQUET_ANSWERS, json_answer, json_table
 
 # External endpoints: a table name the query files read (after FROM), to be prefixed.
 FROM_TABLE = re.compile(r"\b(FROM\s+\(?\s*)(trades|book)\b")
@@ -44,6 +47,13 @@ FROM_TABLE = re.compile(r"\b(FROM\s+\(?\s*)(trades|book)\b")
 EXPORT_LOG = ('SELECT id, phase, status, cast(ts AS LONG) AS us FROM "sys.copy_export_log" '
               "WHERE ts > cast({after} AS TIMESTAMP)")
 EXPORT_PHASES = [("stream_sending_data", "started"), ("stream_sending_data", "finished"), ("success", "finished")]
+
+
+def _parquet_decoder(answer: pa.Table) -> Callable[[], object]:
+    sink = pa.BufferOutputStream()
+    pq.write_table(answer, sink, compression="none")
+    data = sink.getvalue()
+    return lambda: pq.read_table(pa.BufferReader(data))
 
 
 class Adapter(QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket, QuestDBMarketIngest):
@@ -81,6 +91,14 @@ class Adapter(QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket, QuestDBMark
         if "execute" in timings:  # its clock starts before compilation: timings.compiler is inside it
             self.last_server_ns = int(timings["execute"])
         return json_table(answer)
+
+    def client_decoder(self, qid: str, answer: pa.Table) -> Callable[[], object]:
+        """The client's decoding of ``answer`` as :meth:`run_query` receives it: a Parquet
+        export read for :data:`PARQUET_ANSWERS`, else ``/exec``'s JSON parsed into Arrow."""
+        if qid in PARQUET_ANSWERS:
+            return super().client_decoder(qid, answer) if answer.num_rows == 0 else _parquet_decoder(answer)
+        body = json_answer(answer)
+        return lambda: json_table(orjson.loads(body))
 
     def explain(self, qid: str) -> str:
         """``EXPLAIN``: QuestDB's plan (it has no ``EXPLAIN ANALYZE``), e.g. whether a

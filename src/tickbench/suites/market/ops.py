@@ -1,12 +1,13 @@
 """The market suite's operations in the engine process: the market dataset's load, M-W's bulk
 loads and M-SE's storage measurement, each timed there, around the adapter's own calls (the
-engine's market capabilities); and the users (:func:`users_op`), each a thread with its own
-client, timing its own queries."""
+engine's market capabilities); and the users (:func:`users_op`): in a client process of each
+user's own, or as threads of the engine's process where the engine admits one open per process,
+each user with its own client, timing its own queries."""
 
 from __future__ import annotations
 
 import copy
-import hashlib
+import itertools
 import os
 import threading
 import time
@@ -20,9 +21,8 @@ from tickbench.engines.base import (
     Market,
     MarketBulkLoad,
     MarketStorage,
-    SharedReaders,
+    ProcessClients,
     capability,
-    open_shared,
 )
 from tickbench.params import params_from_dict
 from tickbench.run.memory import tree_rss
@@ -64,93 +64,109 @@ def storage_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
 # -- users (SPEC §2.3's last paragraph) --------------------------------------------------------
 
 RSS_SAMPLE_S = 0.1  # how often the users' resident memory is sampled while they run
-NOOP_ANSWER = pa.table({"x": pa.array([], pa.int64())})
-NOOP_QUERIES = 1_000  # timed no-op queries per user at least: enough for a rate, not a start-up skew
+MIN_CEILING_QUERIES = 1_000  # the harness ceiling's decodings per user at least: enough for a rate
 
 
-def own_clients(engine: type[Engine]) -> bool:
-    """Whether each user opens a client of its own: a connection to a server, or a read-only
-    open of an embedded store that allows several (:class:`SharedReaders`). Otherwise (an
-    in-memory engine, or an embedded store its engine opens once per process, e.g. LMDB under
-    ArcticDB or chDB's session) the users are threads over the one open store."""
-    return engine.persistent and issubclass(engine, SharedReaders)
-
-
-def user_engines(adapter: Engine, params: list[dict[str, Any]]) -> list[Engine]:
-    """One client per user, each bound to its own parameters (:func:`own_clients`): a new
-    adapter instance that opens the loaded store beside the others (:func:`open_shared`), or a
-    copy of the adapter that shares its open store and reads it from the user's thread. A user
-    that cannot open its client ends them all, naming it."""
+def user_clients(adapter: Engine, users: list[dict[str, Any]], own: bool) -> list[Engine]:
+    """One client per user of ``users`` (each ``{"user": i, "params": …}``), bound to its own
+    parameters: with ``own`` this process is that one user's client (opened with
+    ``start_shared``: its own connection or open of the store); on an engine that admits one
+    open per process (:class:`ProcessClients`) a connection of its own in this process; on an
+    in-memory engine a copy of the adapter over its frames. A user that cannot open its client
+    ends them all, naming itself."""
     out: list[Engine] = []
-    own = own_clients(type(adapter))
     try:
-        for i, raw in enumerate(params):
-            p = params_from_dict(raw)
-            if not own:
-                inst = copy.copy(adapter)
-                inst.set_params(p)
-            else:
-                inst = type(adapter)(adapter.info, adapter.workdir, adapter.dataset, p)
-                try:
-                    open_shared(inst)
-                except Exception as exc:
-                    raise RuntimeError(f"user {i} of {len(params)} could not open its own client: "
-                                       f"{type(exc).__name__}: {exc}") from exc
-            out.append(inst)
+        for u in users:
+            p = params_from_dict(u["params"])
+            if own:
+                if len(users) != 1:
+                    raise ValueError("a client process of its own serves one user")
+                adapter.set_params(p)
+                out.append(adapter)
+                continue
+            try:
+                if isinstance(adapter, ProcessClients):
+                    out.append(adapter.open_client(p))
+                else:
+                    inst = copy.copy(adapter)
+                    inst.set_params(p)
+                    out.append(inst)
+            except Exception as exc:
+                raise RuntimeError(f"user {u['user']} (pid {os.getpid()}) could not open its own client: "
+                                   f"{type(exc).__name__}: {exc}") from exc
     except BaseException:
-        close_users(adapter, out)
+        close_clients(adapter, out)
         raise
     return out
 
 
-def close_users(adapter: Engine, instances: list[Engine]) -> None:
-    """Close the users' own clients (a copy sharing the adapter's store closes nothing)."""
-    if own_clients(type(adapter)):
-        for inst in instances:
-            inst.stop()
+def close_clients(adapter: Engine, clients: list[Engine]) -> None:
+    """Close the users' own connections (this process's own open, and a copy sharing the
+    adapter's frames, close nothing)."""
+    if isinstance(adapter, ProcessClients):
+        for c in clients:
+            if c is not adapter:
+                c.stop()
 
 
-def _digest(table: pa.Table) -> str:
+def _ipc(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
+    return bytes(sink.getvalue().to_pybytes())
 
 
 def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
-    """The worker operation ``market_users``: ``len(msg["users"])`` users at once, each a thread
-    with its own client (:func:`user_engines`) and parameters, each running query ``qid``
-    ``warmup`` untimed then ``repetitions`` timed times (its next query once the last one's
-    whole answer is in), all starting together once every client is open. Past ``budget_s`` a user
-    starts no further query (it has run at least one timed). With ``noop`` the users call a
-    query that does nothing, at least :data:`NOOP_QUERIES` times each, keeping no answer: the
-    harness's own ceiling. Replies, per user, its timed latencies,
-    the span of its timed queries and its distinct answers (every answer is kept until the
-    users are done and checked by the runner), and the largest resident memory of this
-    process and the engine's servers while they ran."""
-    qid, noop = str(msg["qid"]), bool(msg.get("noop"))
-    params: list[dict[str, Any]] = msg["users"]
+    """The worker operation ``market_users``: the users of ``msg["users"]`` (each ``{"user": i,
+    "params": …}``) in this process, each a thread with its own client (:func:`user_clients`),
+    all waiting for ``start_ns`` (the runner's common start, on the machine's monotonic clock:
+    the barrier across the users' processes, after every client is open). Each runs query
+    ``qid`` ``warmup`` untimed then ``repetitions`` timed times (its next query once the last
+    one's whole answer is in, as the engine's client returns it: tickbench decodes nothing in
+    the timed path). Past ``budget_s`` a user starts no further query (it has run at least one
+    timed). With ``ceiling`` (the users' Arrow IPC answers, one per user) the users instead run
+    the adapter's own decoding of that answer (:meth:`Engine.client_decoder`) with no engine
+    behind it, at least :data:`MIN_CEILING_QUERIES` times each: the harness's ceiling.
+
+    Replies, per user: its pid, timed latencies (ns), the span of its timed queries on the
+    monotonic clock, the order in which its timed queries ended among every user's of this
+    process, and its distinct answers as Arrow IPC (kept as the engine returned them and
+    encoded once the users are done, outside the clock), each answer's index among them; a
+    user that fails replies its error, naming itself; and the largest resident memory of this
+    process and the engine's servers while the users ran."""
+    qid = str(msg["qid"])
+    users: list[dict[str, Any]] = msg["users"]
     warmup, reps = int(msg["warmup"]), int(msg["repetitions"])
-    if noop:
-        reps = max(reps, NOOP_QUERIES)
-    instances = [] if noop else user_engines(adapter, params)
-    pids = sorted({os.getpid(), *(instances[0].memory_pids() if instances else [])})
-    out: list[dict[str, Any]] = [{} for _ in params]
+    ceiling: list[bytes] | None = msg.get("ceiling")
+    own = bool(msg.get("own"))
+    if ceiling is not None:
+        reps = max(reps, MIN_CEILING_QUERIES)
+        decoders = [adapter.client_decoder(qid, pa.ipc.open_stream(b).read_all()) for b in ceiling]
+        clients: list[Engine] = []
+    else:
+        clients = user_clients(adapter, users, own)
+    pids = sorted({os.getpid(), *adapter.memory_pids()})
+    out: list[dict[str, Any]] = [{} for _ in users]
     done = threading.Event()
-    together = threading.Barrier(len(params))
     peak = [tree_rss(pids)]
+    start_ns = int(msg.get("start_ns") or perf())
+    ended = itertools.count()  # the order the timed queries end in, across this process's users
+    together = threading.Barrier(len(users))  # ... and the users of this process start together
 
     def sample() -> None:
         while not done.wait(RSS_SAMPLE_S):
             peak[0] = max(peak[0], tree_rss(pids))
 
     def user(i: int) -> None:
-        run = (lambda: NOOP_ANSWER) if noop else (lambda: instances[i].run_query(qid))
-        answers: list[pa.Table] = []
+        who = f"user {users[i]['user']} (pid {os.getpid()})"
+        run = decoders[i] if ceiling is not None else (lambda: clients[i].run_query(qid))
+        answers: list[Any] = []
         ns: list[int] = []
+        order: list[int] = []
         first = last = 0
         stopped = False
         together.wait()
+        time.sleep(max(0, start_ns - perf()) / 1e9)
         deadline = perf() + int(float(msg["budget_s"]) * 1e9)
         try:
             for k in range(warmup + reps):
@@ -160,20 +176,22 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
                 t0 = perf()
                 table = run()
                 t1 = perf()
-                if not noop:
+                if ceiling is None:
                     answers.append(table)
                 if k >= warmup:
                     first = first or t0
                     last = t1
                     ns.append(t1 - t0)
+                    order.append(next(ended))
         except Exception as exc:
-            out[i] = {"error": f"user {i}: {type(exc).__name__}: {exc}"}
+            out[i] = {"error": f"{who}: {type(exc).__name__}: {exc}"}
             return
-        out[i] = {"ns": ns, "first_ns": first, "last_ns": last, "stopped": stopped, "answers": answers}
+        out[i] = {"pid": os.getpid(), "ns": ns, "first_ns": first, "last_ns": last, "stopped": stopped,
+                  "order": order, "answers": answers}
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    threads = [threading.Thread(target=user, args=(i,)) for i in range(len(params))]
+    threads = [threading.Thread(target=user, args=(i,)) for i in range(len(users))]
     try:
         for t in threads:
             t.start()
@@ -183,17 +201,13 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     finally:
         done.set()
         sampler.join()
-        close_users(adapter, instances)
-    for u in out:  # outside the clock: identical answers are sent, and checked, once
+        close_clients(adapter, clients)
+    for u in out:  # outside the clock: identical answers are encoded, sent and checked once
         if "answers" in u:
-            distinct: dict[str, int] = {}
-            kept: list[pa.Table] = []
+            distinct: dict[bytes, int] = {}
             of: list[int] = []
             for table in u["answers"]:
-                key = _digest(table)
-                if key not in distinct:
-                    distinct[key] = len(kept)
-                    kept.append(table)
-                of.append(distinct[key])
-            u["answers"], u["answer_of"] = kept, of
+                data = _ipc(table)
+                of.append(distinct.setdefault(data, len(distinct)))
+            u["answers"], u["answer_of"] = list(distinct), of
     return {"users": out, "rss_peak_bytes": peak[0]}

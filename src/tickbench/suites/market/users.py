@@ -2,28 +2,35 @@
 u concurrent users, each its own client with its own disjoint block of instruments and 12-day
 window, and M-SNAP and M-STATS-UI with 10 users, each with its own times and requests.
 
-One cell per (query, user count), ``<qid>/users=<u>``. The users are threads of the engine's
-process, each with its own client (:func:`tickbench.suites.market.ops.user_engines`: its own
-connection to a server, its own read-only open of an embedded store, or, for an in-memory
-engine, its own view of the shared frames), all starting together; each runs its query
-``warmup`` untimed and ``repetitions`` timed times, back to back. Every answer of every user is
-checked against the reference over that user's parameters (a wrong one makes the cell wrong,
-naming the user). Beside each cell, the same users against a no-op query: the harness's own
-ceiling, and a figure within :data:`~tickbench.suites.stream.harness.CLIENT_BOUND_FACTOR` of
-it is marked client-bound.
+One cell per (query, user count), ``<qid>/users=<u>``. Each user is a client of its own
+(:func:`model_of`): a process of its own with its own connection to a server or its own open of
+an embedded store (:meth:`tickbench.run.cell.Worker.clients`); where the engine admits one open
+of its store per process (:class:`~tickbench.engines.base.ProcessClients`, e.g. chDB), a thread
+of the engine's process with a connection of its own; for an in-memory engine, a thread over
+its frames. No lock of tickbench's stands between the users; the engine's own limit, where it
+shapes this, is recorded with each cell (:attr:`~tickbench.engines.base.Engine.users_limit`).
+All users start together, once every client is open (a barrier across the processes), and each
+times its own queries: ``warmup`` untimed, then at least :data:`MIN_REPETITIONS` timed, back to
+back. Every answer of every user is checked against the reference over that user's parameters
+(a wrong one makes the cell wrong, naming the user). Beside each cell, the harness's own
+ceiling: the same users, in the same processes, decoding a real answer of theirs as their client
+does, with no engine behind it (:meth:`~tickbench.engines.base.Engine.client_decoder`); a figure
+within :data:`~tickbench.suites.stream.harness.CLIENT_BOUND_FACTOR` of it is marked client-bound.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import time
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import verify
-from tickbench.engines.base import Server, SharedReaders
+from tickbench.engines.base import ProcessClients, Server, SharedReaders
 from tickbench.market_params import MarketParams, user_params, write_params_json
 from tickbench.market_reference import answer
 from tickbench.results import Stats
@@ -39,6 +46,8 @@ UI_USERS = 10  # M-SNAP's and M-STATS-UI's users
 USERS_QUERIES = ("M-VWAB-12D", "M-SNAP", "M-STATS-UI")
 CATEGORY = "users"
 SHARED_KEY = "market-users"  # ctx.shared: the users' parameters and reference answers, shared by the engines
+MIN_REPETITIONS = 20  # timed queries per user at least (a per-user p10 … p90 needs them)
+CEILING_BUDGET_S = 5.0  # the harness's ceiling runs this long at most (it needs a rate, not a full cell)
 
 
 class UsersFigures(BaseModel):
@@ -49,6 +58,10 @@ class UsersFigures(BaseModel):
     query: str | None = None
     users: int | None = None
     model: str | None = None
+    #: The engine's own limit on concurrent clients that shaped the model (its documentation's words).
+    limit: str | None = None
+    #: How many processes the users ran in.
+    processes: int | None = None
     repetitions: int | None = None
     queries: int | None = None
     seconds: float | None = None
@@ -56,6 +69,8 @@ class UsersFigures(BaseModel):
     p50_ms: float | None = None
     p99_ms: float | None = None
     max_ms: float | None = None
+    p10_ms: float | None = None
+    p90_ms: float | None = None
     #: The slowest user's median latency over the fastest's.
     spread: float | None = None
     per_user: list[dict[str, Any]] | None = None
@@ -81,15 +96,24 @@ def cell_ids(vwab_users: tuple[int, ...], ui_users: int) -> list[str]:
             *(users_id(q, ui_users) for q in ("M-SNAP", "M-STATS-UI") if ui_users > 0)]
 
 
+def own_processes(engine: type[Engine]) -> bool:
+    """Whether each user is a client process of its own (:class:`SharedReaders`: a connection to a
+    server, or an open of an embedded store that admits several processes); otherwise the users
+    are threads of the engine's process (one open per process, or an in-memory engine)."""
+    return engine.persistent and issubclass(engine, SharedReaders)
+
+
 def model_of(engine: type[Engine]) -> str:
     """How an engine's users are made (recorded with each cell)."""
     if not engine.persistent:
-        return "threads over the in-memory frames, each with its own parameters"
+        return "threads of the engine's process over its in-memory frames, each with its own parameters"
     if issubclass(engine, Server):
-        return "threads, each with its own connection to the server"
+        return "a process per user, each with its own connection to the server"
     if issubclass(engine, SharedReaders):
-        return "threads, each with its own read-only open of the store"
-    return "threads over the engine's one open of the store (one per process), each with its own parameters"
+        return "a process per user, each with its own open of the store (read-only where the engine has one)"
+    if issubclass(engine, ProcessClients):
+        return "threads of the engine's process (one open of the store per process), each with its own connection"
+    return "threads of the engine's process over its one open of the store, each with its own parameters"
 
 
 def percentile(sorted_ms: list[float], pct: float) -> float:
@@ -132,7 +156,9 @@ class Users:
         qid, users = parsed
         ctx, info = self.ctx, self.ctx.info
         base: dict[str, Any] = {"query": qid, "users": users, "model": model_of(ctx.engine),
-                                "repetitions": ctx.protocol.repetitions}
+                                "repetitions": repetitions(ctx.protocol.repetitions)}
+        if ctx.engine.users_limit:
+            base["limit"] = ctx.engine.users_limit
         for key in (qid, bench):  # the query itself, or this many users, declared beyond the engine
             if key in info.unsupported:
                 return ctx.make(bench, "unsupported", info.unsupported[key], figures=base)
@@ -144,31 +170,35 @@ class Users:
         expected = [self.expected(qid, i, p) for i, p in enumerate(params)]
         budget = proto.cell_budget_s
         timeout = budget + (proto.warmup + 2) * proto.timeout_s + 120
-        msg = {"qid": qid, "users": [p.as_dict() for p in params], "warmup": max(1, proto.warmup),
-               "repetitions": proto.repetitions, "budget_s": budget}
-        ceiling = self.worker.call(timeout, op="market_users", noop=True, **msg)
-        engine = ctx.engine
-        own_store = engine.persistent and issubclass(engine, SharedReaders) and not issubclass(engine, Server)
-        if own_store:  # a read-write open locks the store: the users open it read-only meanwhile
-            self.worker.call(proto.load_timeout_s, op="stop")
-        try:
-            reply = self.worker.call(timeout, op="market_users", **msg)
-        finally:
-            if own_store:
-                self.worker.call(proto.load_timeout_s, op="start")
+        msg = {"op": "market_users", "qid": qid, "warmup": max(1, proto.warmup),
+               "repetitions": base["repetitions"], "budget_s": budget}
+        each = [{"user": i, "params": p.as_dict()} for i, p in enumerate(params)]
+        # a real answer of each user's query (the reference's rows), for the harness's ceiling
+        answers = [_ipc(want.to_arrow()) for want in expected]
+        if own_processes(ctx.engine):
+            reply, ceiling = self._processes(msg, each, answers, timeout)
+        else:  # threads of the engine's process
+            go = {**msg, "users": each}
+            reply = self.worker.call(timeout, **go, start_ns=time.perf_counter_ns())
+            ceiling = self.worker.call(timeout, **{**go, "budget_s": CEILING_BUDGET_S}, ceiling=answers,
+                                       start_ns=time.perf_counter_ns())
+            reply["processes"] = 1
         errors = [u["error"] for u in reply["users"] if "error" in u]
+        errors += [f"the harness's ceiling: {u['error']}" for u in ceiling["users"] if "error" in u]
         if errors:
             return ctx.make(bench, "error", "; ".join(errors)[:2000], figures=base)
-        figures = {**base, **summarise(reply["users"]), "rss_peak_bytes": reply["rss_peak_bytes"]}
+        figures = {**base, **summarise(reply["users"]), "rss_peak_bytes": reply["rss_peak_bytes"],
+                   "processes": reply["processes"]}
         noop = summarise(ceiling["users"])
         figures["ceiling_qps"], figures["ceiling_p50_ms"] = noop["qps"], noop["p50_ms"]
         figures["client_bound"] = client_bound(figures, noop)
         samples = sorted(n for u in reply["users"] for n in u["ns"])
         stopped = sum(1 for u in reply["users"] if u["stopped"])
         notes = (f"{stopped} of {users} users stopped at the cell budget of {budget:g} s before their "
-                 f"{proto.repetitions} timed queries (raise it with --cell-budget)") if stopped else ""
+                 f"{base['repetitions']} timed queries (raise it with --cell-budget)") if stopped else ""
         for i, (u, p, want) in enumerate(zip(reply["users"], params, expected, strict=True)):
-            got = [verify.normalize(pl.from_arrow(t), want) for t in u["answers"]]  # type: ignore[arg-type]
+            got = [verify.normalize(pl.from_arrow(pa.ipc.open_stream(b).read_all()), want)  # type: ignore[arg-type]
+                   for b in u["answers"]]
             if proto.save_answers is not None and i > 0:
                 where = proto.save_answers / ctx.info.name / "users" / str(i)
                 write_params_json(where / "params.json", p)
@@ -183,6 +213,41 @@ class Users:
                         rows=sum(w.height for w in expected), figures=figures, notes=notes)
 
 
+    def _processes(self, msg: dict[str, Any], each: list[dict[str, Any]], answers: list[bytes],
+                   timeout: float) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The users as client processes of their own, each opened beside the worker before the
+        clock; the engine's run, then the harness's ceiling in the same processes. An embedded
+        store's read-write open is closed meanwhile (it would lock the users' read-only opens)."""
+        ctx, proto = self.ctx, self.ctx.protocol
+        embedded = not issubclass(ctx.engine, Server)
+        if embedded:
+            self.worker.call(proto.load_timeout_s, op="stop")
+        try:
+            with self.worker.clients(len(each)) as pool:
+                runs = pool.run(timeout, [{**msg, "users": [u], "own": True} for u in each])
+                peak = pool.peak_rss
+                noop = pool.run(timeout, [{**msg, "budget_s": CEILING_BUDGET_S, "users": [u], "ceiling": [a]}
+                                          for u, a in zip(each, answers, strict=True)])
+        finally:
+            if embedded:
+                self.worker.call(proto.load_timeout_s, op="start")
+        reply = {"users": [r["users"][0] for r in runs], "processes": len(each),
+                 "rss_peak_bytes": max(peak, *(r["rss_peak_bytes"] for r in runs))}
+        return reply, {"users": [r["users"][0] for r in noop]}
+
+
+def repetitions(asked: int) -> int:
+    """Timed queries per user: the protocol's, and :data:`MIN_REPETITIONS` at least."""
+    return max(asked, MIN_REPETITIONS)
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue().to_pybytes())
+
+
 def client_bound(engine: dict[str, Any], noop: dict[str, Any]) -> bool:
     """Whether the users' queries/s, or their median latency, is within the client-bound factor
     of the same users' against a no-op query (the harness may be what limits it)."""
@@ -195,23 +260,31 @@ def client_bound(engine: dict[str, Any], noop: dict[str, Any]) -> bool:
 
 
 def summarise_ms(ms: list[float]) -> dict[str, Any]:
-    """p50, p99 (nearest rank) and max of ascending latencies ``ms``, and their count."""
-    return {"n": len(ms), "p50_ms": statistics.median(ms), "p99_ms": percentile(ms, 99), "max_ms": ms[-1]}
+    """p10, p50, p90, p99 (nearest rank; p50 the median) and max of ascending latencies ``ms``,
+    and their count."""
+    return {"n": len(ms), "p10_ms": percentile(ms, 10), "p50_ms": statistics.median(ms),
+            "p90_ms": percentile(ms, 90), "p99_ms": percentile(ms, 99), "max_ms": ms[-1]}
 
 
 def summarise(users: list[dict[str, Any]]) -> dict[str, Any]:
-    """The figures of one run of users: each user's p50, p99, max and queries/s; all users'
-    queries/s (timed queries over the span from the first timed query's start to the last's
-    end), their latency percentiles together, and the slowest user's median over the fastest's."""
+    """The figures of one run of users: each user's pid, p10, p50, p90, p99, max and queries/s;
+    all users' queries/s (timed queries over the span from the first timed query's start to
+    the last's end, on the machine's monotonic clock, which every process shares), their
+    latency percentiles together, and the slowest user's median over the fastest's."""
     per_user = []
+    origin = min(u["first_ns"] for u in users)
     for i, u in enumerate(users):
         ms = sorted(n / 1e6 for n in u["ns"])
         span = (u["last_ns"] - u["first_ns"]) / 1e9
-        per_user.append({"user": i, **summarise_ms(ms), "qps": len(ms) / span if span > 0 else None})
+        per_user.append({"user": i, "pid": u.get("pid"), **summarise_ms(ms),
+                         "qps": len(ms) / span if span > 0 else None,
+                         # its first timed query's start and its last's end, s after the first user's
+                         "from_s": (u["first_ns"] - origin) / 1e9, "to_s": (u["last_ns"] - origin) / 1e9})
     every = sorted(n / 1e6 for u in users for n in u["ns"])
     seconds = (max(u["last_ns"] for u in users) - min(u["first_ns"] for u in users)) / 1e9
     medians = [p["p50_ms"] for p in per_user]
     overall = summarise_ms(every)
     return {"queries": len(every), "seconds": seconds, "qps": len(every) / seconds if seconds > 0 else None,
-            "p50_ms": overall["p50_ms"], "p99_ms": overall["p99_ms"], "max_ms": overall["max_ms"],
+            "p10_ms": overall["p10_ms"], "p50_ms": overall["p50_ms"], "p90_ms": overall["p90_ms"],
+            "p99_ms": overall["p99_ms"], "max_ms": overall["max_ms"],
             "spread": max(medians) / min(medians) if min(medians) > 0 else None, "per_user": per_user}

@@ -15,8 +15,11 @@ from tickbench.suites.market.users import USERS_QUERIES, parse_id
 
 INTRO = ("STAC-M3's users: M-VWAB-12D with 1, 10, 50 and 100 users at once, each its own client with its own "
          "disjoint block of instruments and 12-day window; M-SNAP and M-STATS-UI with 10 users, each with its own "
-         "times and requests. Every answer of every user is checked against the reference over that user's "
-         "parameters. Latency is each query's, client-side; queries/s counts every user's timed queries.")
+         "times and requests. Each user is a process of its own with its own connection or open of the store, "
+         "or, where the engine admits one open per process (or holds its data in memory), a thread of the "
+         "engine's process with its own client; all start together and each times at least 20 queries of its "
+         "own. Every answer of every user is checked against the reference over that user's parameters. Latency "
+         "is each query's, client-side; queries/s counts every user's timed queries.")
 BAD = ("wrong", "error", "timeout")
 
 
@@ -40,39 +43,52 @@ def _mib(n: int | None) -> str:
 
 
 def table(view: SuiteView) -> Grid:
-    g = Grid(["query", "engine", "users", "p50 ms", "p99 ms", "max ms", "slowest user p50 / fastest",
-              "queries/s", "harness ceiling q/s", "peak RSS", "how the users run"])
+    g = Grid(["query", "engine", "users", "p10 ms", "p50 ms", "p90 ms", "p99 ms", "max ms",
+              "slowest user p50 / fastest", "queries/s", "harness ceiling q/s", "peak RSS", "how the users run"])
+    limits: dict[str, str] = {}
     for r in records(view):
         qid, users = parse_id(r.benchmark) or ("", 0)
         f = r.figures
+        if f.get("limit"):
+            limits[r.engine] = str(f["limit"])
         if r.status != "ok":
             g.add(qid, r.engine, Item(str(users), "num"),
-                  Item(r.status, "num bad" if r.status in BAD else "num na", r.reason[:300], span=8))
+                  Item(r.status, "num bad" if r.status in BAD else "num na", r.reason[:300], span=10))
             continue
         bound = " ⚠" if f.get("client_bound") else ""
         g.add(qid, r.engine, Item(str(users), "num"),
-              *(Item(f"{f[k]:,.2f}", "num") for k in ("p50_ms", "p99_ms", "max_ms")),
+              *(Item("—" if f.get(k) is None else f"{f[k]:,.2f}", "num")
+                for k in ("p10_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms")),
               Item("—" if f.get("spread") is None else f"{f['spread']:,.2f}", "num"),
               Item(f"{f.get('qps') or 0:,.1f}{bound}", "num", r.notes),
               Item("—" if f.get("ceiling_qps") is None else f"{f['ceiling_qps']:,.0f}", "num"),
               Item(_mib(f.get("rss_peak_bytes")), "num"), str(f.get("model", "")))
-    g.notes.append("p50, p99 and max over every timed query of every user (nearest rank); ⚠ client-bound: the "
-                   "queries/s or the median latency is within 2× of the same users' against a no-op query (the "
-                   "harness's own ceiling), so the harness may be what limits it. Peak RSS: the users' process "
-                   "and the engine's servers while the users ran, each page once (shared memory, e.g. a server's "
-                   "buffers mapped by every backend, counted once).")
+    note = ("p10 … max over every timed query of every user (nearest rank; each user's own in the table of each "
+            "user); ⚠ client-bound: the queries/s or the median latency is within 2× of the harness's own ceiling "
+            "(the same users, in the same processes, decoding a real answer of theirs as their client does, with "
+            "no engine behind it), so the client may be what limits it. Peak RSS: the users' processes and the "
+            "engine's servers while the users ran, each page once (shared memory, e.g. a server's buffers mapped "
+            "by every backend, counted once).")
+    if limits:
+        note += " The engines' own limits: " + "; ".join(f"{e}: {why}" for e, why in sorted(limits.items())) + "."
+    g.notes.append(note)
     return g
 
 
 def per_user(view: SuiteView) -> Grid:
-    g = Grid(["query", "engine", "users", "user", "queries", "p50 ms", "p99 ms", "max ms"])
+    g = Grid(["query", "engine", "users", "user", "pid", "queries", "p10 ms", "p50 ms", "p90 ms", "p99 ms",
+              "max ms", "from s", "to s"])
     for r in records(view):
         if r.status != "ok":
             continue
         qid, users = parse_id(r.benchmark) or ("", 0)
         for u in r.figures.get("per_user") or []:
-            g.add(qid, r.engine, Item(str(users), "num"), Item(str(u["user"]), "num"), Item(str(u["n"]), "num"),
-                  *(Item(f"{u[k]:,.2f}", "num") for k in ("p50_ms", "p99_ms", "max_ms")))
+            g.add(qid, r.engine, Item(str(users), "num"), Item(str(u["user"]), "num"),
+                  Item(str(u.get("pid") or "—"), "num"), Item(str(u["n"]), "num"),
+                  *(Item("—" if u.get(k) is None else f"{u[k]:,.2f}", "num")
+                    for k in ("p10_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "from_s", "to_s")))
+    g.notes.append("from s … to s: the user's first timed query's start and its last's end, in seconds after the "
+                   "first user's first; pid: the process the user ran in.")
     return g
 
 

@@ -33,7 +33,8 @@ INGEST_MINUTES = 10.0
 INGEST_RATE = 2_000
 
 
-def _market_engines() -> list[object]:
+def _market_classes() -> list[tuple[str, type]]:
+    """The engines with the market capability whose client is installed, with their adapters."""
     out = []
     for name in engine_infos():
         try:
@@ -41,8 +42,15 @@ def _market_engines() -> list[object]:
         except ImportError:
             continue  # its client is not installed: test_engines says so
         if issubclass(cls, Market):
-            marks = [pytest.mark.slow] + ([pytest.mark.server] if issubclass(cls, Server) else [])
-            out.append(pytest.param(name, marks=marks, id=name))
+            out.append((name, cls))
+    return out
+
+
+def _market_engines() -> list[object]:
+    out = []
+    for name, cls in _market_classes():
+        marks = [pytest.mark.slow] + ([pytest.mark.server] if issubclass(cls, Server) else [])
+        out.append(pytest.param(name, marks=marks, id=name))
     return out
 
 
@@ -111,15 +119,7 @@ def test_the_market_suite_refuses_the_paper_dataset(tiny: Dataset, tmp_path: Pat
 
 
 def _embedded_market_engines() -> list[str]:
-    out = []
-    for name in engine_infos():
-        try:
-            cls = adapter_class(name)
-        except ImportError:
-            continue  # its client is not installed: test_engines says so
-        if issubclass(cls, Market) and not issubclass(cls, Server) and availability(name).available:
-            out.append(name)
-    return out
+    return [name for name, cls in _market_classes() if not issubclass(cls, Server) and availability(name).available]
 
 
 @pytest.mark.slow

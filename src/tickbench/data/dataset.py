@@ -29,18 +29,24 @@ canonical binary form; for the dataset, a BLAKE2b over the sorted partition hash
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import datetime as dt
 import errno
 import hashlib
 import json
+import multiprocessing
 import os
 import re
 import shutil
+import signal
 import socket
+import sys
 import tempfile
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +66,7 @@ from tickbench.data import market_calendar as mc
 from tickbench.data.cluster import ClusterError, check_address, cluster_map
 from tickbench.data.derive import derive_params
 from tickbench.data.generator import generate_partition
+from tickbench.data.locks import LockBusy, LockRefused, exclusive
 from tickbench.data.market import generate_block
 from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES, SCHEMAS, TABLES
 
@@ -511,6 +518,7 @@ def generate(
     cluster: str | None = None,
     dataset: str = PAPER,
     universe: int | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> Manifest:
     """Generate the dataset into ``out`` and return its manifest.
 
@@ -523,7 +531,10 @@ def generate(
     The files are written into a staging directory beside ``out`` and moved into place only
     when every partition and the manifest are complete: an interrupted or failed run leaves
     nothing half-written. An ``out`` that already holds the same dataset is reused as is; one
-    that holds anything else is refused.
+    that holds anything else is refused. A generation or import writing into ``out`` holds its
+    lock (:func:`dataset_lock`): this one waits for it (``on_wait`` is told who holds it), then
+    reuses what it made. SIGTERM and SIGHUP stop it as Ctrl-C does (:class:`GenerationStopped`):
+    its workers are killed (they die with it in any case, ``kill -9`` included) and nothing is kept.
     """
     check_scale(scale)
     check_seed(seed)
@@ -543,6 +554,47 @@ def generate(
         except ClusterError as exc:
             raise DatasetError(str(exc)) from None
     out = Path(out)
+    with dataset_lock(out, "generating", wait=True, on_wait=on_wait), stopping_on_signals():
+        return _generate_locked(out, scale, seed, symbols, jobs, progress, cluster, dataset, universe)
+
+
+def lock_path(out: Path) -> Path:
+    """The lock of a dataset directory being written: ``.NAME.lock`` beside it."""
+    return out.parent / f".{out.name}.lock"
+
+
+@contextlib.contextmanager
+def dataset_lock(out: Path, what: str, wait: bool = False,
+                 on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the lock of dataset directory ``out`` while a generation or an import writes it
+    (``what``: ``generating``, ``importing``): another one into the same place is refused
+    naming the process that holds it, or, with ``wait`` (a generation, which then reuses the
+    dataset the first one finished), waits for it after telling ``on_wait`` who it is."""
+    path = lock_path(out)
+    holder = f"pid {os.getpid()}, {what} {out}"
+    held = contextlib.ExitStack()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            held.enter_context(exclusive(path, holder))
+        except LockBusy as busy:
+            if not wait:
+                raise DatasetError(f"--out {out}: another tickbench ({busy.holder}) is writing it; wait for it to "
+                                   "end (its dataset is then there), or choose another --out") from None
+            if on_wait is not None:
+                on_wait(busy.holder)
+            held.enter_context(exclusive(path, holder, wait=True))
+    except LockRefused as exc:
+        raise DatasetError(f"--out {out}: {exc}") from None
+    except OSError as exc:
+        raise DatasetError(f"--out {out}: its lock {path} cannot be made ({exc.strerror}); choose an --out in a "
+                           "directory you can write, on a disk with room") from None
+    with held:
+        yield
+
+
+def _generate_locked(out: Path, scale: float, seed: int, symbols: int, jobs: int, progress: ProgressFn | None,
+                     cluster: str | None, dataset: str, universe: int | None) -> Manifest:
     if out.exists():
         if not out.is_dir():
             raise DatasetError(f"--out {out}: exists and is not a directory")
@@ -758,7 +810,7 @@ def _run_tasks(
     else:
         queue = deque(sorted(tasks, key=lambda t: not feeds_csv(t)))
         csv_left = sum(map(feeds_csv, tasks))
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with worker_pool(jobs) as pool:
             running: dict[Future[Any], Any] = {}
             csv_futures: set[Future[Any]] = set()
             while queue or running:
@@ -782,6 +834,66 @@ def _run_tasks(
         if c[1] not in csv_info:
             csv_done(_bulk_csv_task(c))
     return rows, csv_info
+
+
+class GenerationStopped(BaseException):
+    """A generation (or import) asked to stop by SIGTERM or SIGHUP: its workers were stopped and
+    nothing was kept. A ``BaseException``, as ``KeyboardInterrupt`` is for SIGINT."""
+
+    def __init__(self, signame: str) -> None:
+        super().__init__(signame)
+        self.signame = signame
+
+
+@contextlib.contextmanager
+def stopping_on_signals() -> Iterator[None]:
+    """While the block runs (in the main thread), SIGTERM and SIGHUP raise
+    :class:`GenerationStopped` there, so that its pool is stopped and its staging directory
+    removed as for Ctrl-C, instead of the process ending with its workers left running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise GenerationStopped(signal.Signals(signum).name)
+
+    before = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, old in before.items():
+            signal.signal(sig, old)
+
+
+def _worker_dies_with(parent: int | None) -> None:
+    """A pool worker's first step: the kernel kills it (SIGKILL) when the process that started it
+    ends, however that ends (``kill -9`` included: no handler runs then), and it ends at once
+    if that process is already gone."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if parent is not None and os.getppid() != parent:  # died before the line above took effect
+        os._exit(1)
+
+
+@contextlib.contextmanager
+def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
+    """A process pool whose workers die with this process, and are killed when the block ends by
+    an exception (a signal, Ctrl-C, a failed task) instead of being waited for."""
+    mine = {p.pid for p in multiprocessing.active_children()}
+    start = multiprocessing.get_start_method()
+    # A worker forked by this process has it as its parent; another start method's has the
+    # fork server (its own lifetime bound to this process), which the check cannot name.
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_dies_with,
+                               initargs=(os.getpid() if start == "fork" else None,))
+    try:
+        yield pool
+    except BaseException:
+        for child in multiprocessing.active_children():
+            if child.pid not in mine:  # this pool's workers: never another pool's, or an engine's
+                child.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _ts_text(ns: np.ndarray) -> pa.Array:

@@ -398,16 +398,114 @@ def check_manifest(directory: Path, m: Manifest) -> None:
         inside(directory, e["path"], f"partition entry {i}'s path")
         if "exchange" in e or "sym" in e:  # a partition of one (exchange, sym): the layout above
             _check_partition_entry(where, i, e, fix)
+        else:
+            bad = [k for k, t in _COUNTED_TYPES.items() if not isinstance(e.get(k), t) or isinstance(e.get(k), bool)
+                   or (t is int and e[k] < 0)]
+            if bad:
+                raise DatasetError(f"{where}: partition entry {i} ({shown(e['path'])}) lacks {', '.join(bad)} (or "
+                                   f"has the wrong type); {fix}")
     for table, e in m.csv.items():
         if not isinstance(e, dict) or not isinstance(e.get("path"), str):
             raise DatasetError(f"{where}: csv entry {shown(table)} has no path; {fix}")
         inside(directory, e["path"], f"the {table} CSV's path")
+        if not isinstance(e.get("rows"), int) or isinstance(e.get("rows"), bool) or e["rows"] < 0:
+            raise DatasetError(f"{where}: csv entry {shown(table)} lacks rows (or has the wrong type); {fix}")
+    if m.kind == MARKET:
+        _check_market_manifest(where, m, fix)
     expected = expected_params(m)
     if m.params != expected:
         diff = ", ".join(f"{k} {shown(m.params.get(k))} (its data give {shown(v)})"
                          for k, v in expected.items() if m.params.get(k) != v) or "extra keys"
         raise DatasetError(f"{where}: parameters not those its data determine: {diff}. The content hash does "
                            f"not cover them, so a run would claim it measured this dataset; {fix}")
+
+
+_COUNTED_TYPES = {"rows": int, "bytes": int, "hash": str}
+
+
+def _check_market_manifest(where: Path, m: Manifest, fix: str) -> None:
+    """A market manifest's fields that change a run, each checked against what its data (and,
+    generated, the generator) determine; a refusal names the field. What cannot be checked
+    here (rows, venues, scale, seed: they need the data) :func:`check_market_data` checks."""
+    try:
+        calendar = mc.calendar_of(m.calendar)
+    except ValueError as exc:
+        raise DatasetError(f"{where}: its calendar: {exc}; {fix}") from None
+    if m.symbols != 0:
+        raise DatasetError(f"{where}: symbols {shown(m.symbols)}: a market dataset has none (0); {fix}")
+    generated = m.source == "generated"
+    if generated and m.calendar != mc.calendar_dict():
+        raw = m.calendar or {}
+        wrong = [k for k in ("days", "session", "venues") if raw.get(k) != mc.calendar_dict()[k]] or ["keys"]
+        raise DatasetError(f"{where}: calendar.{wrong[0]} is not the generated calendar's, which a generated "
+                           f"dataset has; {fix}")
+    if not generated and (m.scale != 1.0 or m.seed != 0):
+        field_ = "scale" if m.scale != 1.0 else "seed"
+        raise DatasetError(f"{where}: {field_} {shown(getattr(m, field_))}: an imported dataset's is "
+                           f"{'1' if field_ == 'scale' else '0'}; {fix}")
+    if isinstance(m.universe, bool) or not isinstance(m.universe, int) or m.universe < 1:
+        raise DatasetError(f"{where}: universe {shown(m.universe)} is not a count of instruments; {fix}")
+    inst = [e for e in m.partitions if e["table"] == "instruments"]
+    if len(inst) != 1 or inst[0]["path"] != INSTRUMENTS_PATH:
+        raise DatasetError(f"{where}: not one instruments entry at {INSTRUMENTS_PATH}; {fix}")
+    if inst[0]["rows"] != m.universe:
+        raise DatasetError(f"{where}: universe {m.universe}, and its instruments entry has {inst[0]['rows']} rows; "
+                           f"{fix}")
+    days = set(calendar.days)
+    for i, e in enumerate(m.partitions):
+        if e["table"] == "instruments":
+            continue
+        if e["table"] not in MARKET_TABLES or not isinstance(e.get("block"), int) or e.get("day") not in days:
+            raise DatasetError(f"{where}: partition entry {i} ({shown(e['path'])}): table, block or day "
+                               f"{shown(e.get('day'))} not one of its calendar's; {fix}")
+        if e["path"] != f"{e['table']}/{e['day']}/block-{e['block']}.parquet":
+            raise DatasetError(f"{where}: partition entry {i}'s day {shown(e['day'])} or block {shown(e['block'])} "
+                               f"is not that of its path {shown(e['path'])}; {fix}")
+    if generated:
+        n = m.universe
+        want = {(t, b.day.isoformat(), b.index): [[b.first_rank, b.last_rank],
+                                                  [mc.sym_of(b.first_rank, n), mc.sym_of(b.last_rank, n)]]
+                for b in mc.blocks(n) for t in MARKET_TABLES}
+        have = {(e["table"], e["day"], e["block"]): [e.get("ranks"), e.get("syms")]
+                for e in m.partitions if e["table"] != "instruments"}
+        if set(have) != set(want) or len(have) != len(m.partitions) - 1:
+            raise DatasetError(f"{where}: partitions not the part files of universe {m.universe} (a day or block "
+                               f"added, removed or repeated); {fix}")
+        for key, (ranks, syms) in have.items():
+            if [ranks, syms] != want[key]:
+                raise DatasetError(f"{where}: the ranks or syms of {key[0]}/{key[1]}/block-{key[2]} are not those "
+                                   f"of its block; {fix}")
+    for table, e in m.csv.items():
+        day_rows = sum(p["rows"] for p in m.partitions if p["table"] == table and p.get("day") == m.params.get("D"))
+        if e["rows"] != day_rows:
+            raise DatasetError(f"{where}: the {table} CSV's rows {e['rows']}, and its day D partitions hold "
+                               f"{day_rows}; {fix}")
+
+
+def check_market_data(directory: Path, m: Manifest, venues_seen: set[str]) -> None:
+    """The market manifest's fields only the data can check: its venues (those of the quotes,
+    ``venues_seen``), and for a generated dataset its seed and universe (the instruments table
+    is regenerated from them) and its scale (day 1's first part file is regenerated at it);
+    DatasetError naming the field."""
+    where = directory / MANIFEST
+    fix = "the manifest was edited or written by something else: regenerate or re-import the dataset"
+    venues = set(m.calendar["venues"]) if isinstance(m.calendar, dict) else set()
+    if not venues_seen <= venues or (m.source != "generated" and venues_seen != venues):
+        raise DatasetError(f"{where}: calendar.venues {shown(sorted(venues))} are not the venues of its quotes "
+                           f"{shown(sorted(venues_seen))}; {fix}")
+    if m.source != "generated":
+        return
+    assert m.universe is not None
+    entries = {e["path"]: e for e in m.partitions}
+    inst = mc.instruments_table(mc.universe_instruments(m.seed, m.universe))
+    if hash_table(inst) != entries[INSTRUMENTS_PATH]["hash"]:
+        raise DatasetError(f"{where}: seed {m.seed} (universe {m.universe}) does not give its instruments table; {fix}")
+    first = next(b for b in mc.blocks(m.universe) if b.index == 0 and b.day == mc.DAYS[0])
+    data = generate_block(m.seed, first, m.universe, m.scale)
+    for table in MARKET_TABLES:
+        if hash_table(getattr(data, table)) != entries[first.path(table)]["hash"]:
+            raise DatasetError(f"{where}: scale {m.scale:g} does not give its data ({first.path(table)} regenerated "
+                               f"at scale {m.scale:g} differs); {fix}")
 
 
 def _check_partition_entry(where: Path, i: int, e: dict[str, Any], fix: str) -> None:
@@ -956,16 +1054,47 @@ def verify_files(directory: Path, manifest: Manifest, content: bool = False) -> 
                                f"the manifest says {entry['bytes']}; the dataset was modified")
     if content:
         hashes = {}
+        venues: set[str] = set()
         for entry in manifest.partitions:
             schemas = MARKET_SCHEMAS if manifest.kind == MARKET else SCHEMAS
-            t = pq.read_table(inside(directory, entry["path"]), schema=schemas[entry["table"]])
+            t = read_partition(inside(directory, entry["path"]), schemas[entry["table"]])
             got = hash_table(t)
             if got != entry["hash"]:
                 raise DatasetError(f"{directory}: {entry['path']} does not match its manifest "
                                    "hash; the dataset was modified")
+            if t.num_rows != entry["rows"]:
+                raise DatasetError(f"{directory}: {entry['path']} holds {t.num_rows:,} rows, its manifest entry's "
+                                   f"rows say {entry['rows']:,}; the manifest was edited: regenerate or re-import it")
+            if manifest.kind == MARKET and entry["table"] == "quotes":
+                venues.update(v for v in pc.unique(t.column("exchange")).to_pylist() if v is not None)
             hashes[entry["path"]] = got
         if combine_hashes(hashes) != manifest.content_hash:
             raise DatasetError(f"{directory}: content hash differs from the manifest")
+        if manifest.kind == MARKET:
+            check_market_data(directory, manifest, venues)
+
+
+def check_rows(path: Path, entry: dict[str, Any]) -> None:
+    """A partition file's row count (its Parquet footer) against its manifest entry's ``rows``;
+    DatasetError naming the file (unreadable) or the field (edited)."""
+    try:
+        rows = pq.ParquetFile(path).metadata.num_rows
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise DatasetError(f"{path}: unreadable Parquet ({' '.join(str(exc).split())[:200]}); the dataset was "
+                           "modified: regenerate or re-import it") from None
+    if rows != entry["rows"]:
+        raise DatasetError(f"{path}: holds {rows:,} rows, its manifest entry's rows say {entry['rows']:,}; the "
+                           "manifest was edited: regenerate or re-import it")
+
+
+def read_partition(path: Path, schema: pa.Schema) -> pa.Table:
+    """A partition file's rows in its table's schema; DatasetError naming the file when it is not
+    Parquet of that schema (garbage, another table's file, timestamps beyond int64 nanoseconds)."""
+    try:
+        return pq.read_table(path, schema=schema)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise DatasetError(f"{path}: unreadable as Parquet of its table's schema ({' '.join(str(exc).split())[:200]}); "
+                           "the dataset was modified: regenerate or re-import it") from None
 
 
 def empty_frame(schema: pa.Schema) -> pl.DataFrame:

@@ -28,8 +28,17 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
+from pyarrow import ArrowException
 
-from tickbench.data.dataset import MARKET, MAX_NAME_BYTES, DatasetError, Manifest, combine_hashes, inside
+from tickbench.data.dataset import (
+    MARKET,
+    MAX_NAME_BYTES,
+    DatasetError,
+    Manifest,
+    check_rows,
+    combine_hashes,
+    inside,
+)
 from tickbench.data.market_validate import validate_market
 from tickbench.data.schema import LEVELS, SCHEMAS
 from tickbench.data.violations import (
@@ -276,7 +285,12 @@ def validate(directory: Path, max_samples: int = DEFAULT_SAMPLES) -> ValidationR
     for entry in sorted(manifest.partitions, key=lambda e: (e["table"], e["exchange"], e["sym"], e["day"])):
         if not inside(directory, entry["path"]).is_file():
             raise DatasetError(f"{directory}: missing {entry['path']} named in its manifest")
-        ids, h = _check_partition(directory, entry, report)
+        check_rows(inside(directory, entry["path"]), entry)
+        try:
+            ids, h = _check_partition(directory, entry, report)
+        except (OSError, ValueError, ArrowException) as exc:  # garbage of a Parquet file's size, say
+            raise DatasetError(f"{directory / entry['path']}: unreadable as Parquet of the {entry['table']} schema "
+                               f"({' '.join(str(exc).split())[:200]}); the dataset was modified") from None
         hashes[entry["path"]] = h
         if h != entry["hash"]:
             report.add(Violation(entry["path"], -1, HASH_MISMATCH, {"manifest": entry["hash"], "rows": h}))

@@ -948,8 +948,9 @@ def stopping_on_signals() -> Iterator[None]:
     """While the block runs (in the main thread), SIGTERM and SIGHUP raise
     :class:`GenerationStopped` there, so that its pool is stopped and its staging directory
     removed as for Ctrl-C, instead of the process ending with its workers left running."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
+    if threading.current_thread() is not threading.main_thread() or any(
+            signal.getsignal(sig) is not signal.SIG_DFL for sig in (signal.SIGTERM, signal.SIGHUP)):
+        yield  # a caller that handles them (a run generating a second scale) stops the pool its way
         return
 
     def handler(signum: int, frame: object) -> None:

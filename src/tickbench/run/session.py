@@ -552,9 +552,9 @@ def _earlier_work_roots(out: Path, run_id: str) -> list[Path]:
             shared = Path(SHARED_TMP).resolve()
             if not (text and root.is_absolute() and root.parent.resolve() == shared
                     and root.name.startswith("tickbench-work-") and _made_by(root, run_id)):
-                raise RunError(f"--resume {out}: its {WORK_ROOT_FILE} names {shown(text)}, not a working directory "
-                               f"a run of {out} made (one under {SHARED_TMP} marked with run {run_id}); tickbench "
-                               f"acts on nothing it did not make: remove {record}, then resume")
+                raise RunError(f"--resume {out}: its {WORK_ROOT_FILE} names {shown(text, 400)}, not a working "
+                               f"directory a run of {out} made (one under {SHARED_TMP} marked with run {run_id}); "
+                               f"tickbench acts on nothing it did not make: remove {record}, then resume")
             found.append(root)
     return found
 

@@ -225,15 +225,20 @@ def test_generator_workers_die_with_their_parent(tmp_path: Path, command: str, s
         argv = ["run", "--engines", "duckdb", "--scale", "0.05", "--jobs", "2", "--out", tmp_path / "run"]
     proc = subprocess.Popen([sys.executable, "-m", "tickbench.cli", *map(str, argv)], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    workers: list[psutil.Process] = []
     try:
         workers = _workers(proc)
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=120)
+        left = _left(workers)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert not _left(workers), "generator workers outlived their parent"
+        for w in workers:  # this test's own processes, whatever the outcome
+            if _alive(w):
+                w.kill()
+    assert not left, "generator workers outlived their parent"
     if sig == signal.SIGTERM:
         assert proc.returncode == 130, stderr
         lines = [x for x in stderr.splitlines() if x.strip()]

@@ -190,13 +190,14 @@ def test_a_pid_record_in_a_killed_runs_work_root_stops_only_its_server(tiny_dir:
 
 
 def _workers(proc: subprocess.Popen[str], n: int = 2, timeout: float = 120) -> list[psutil.Process]:
-    """The generator's worker processes (children of the process this test started)."""
+    """The generator's worker processes: children of the process this test started, forked from
+    it (its command line; not a probe it runs, nor multiprocessing's resource tracker)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()[1]
         try:
-            kids = [k for k in psutil.Process(proc.pid).children(recursive=True)
-                    if "resource_tracker" not in " ".join(k.cmdline())]
+            me = psutil.Process(proc.pid)
+            kids = [k for k in me.children(recursive=True) if k.cmdline() == me.cmdline()]
         except psutil.Error:
             kids = []
         if len(kids) >= n:

@@ -490,7 +490,9 @@ def check_market_data(directory: Path, m: Manifest, venues_seen: set[str]) -> No
     where = directory / MANIFEST
     fix = "the manifest was edited or written by something else: regenerate or re-import the dataset"
     venues = set(m.calendar["venues"]) if isinstance(m.calendar, dict) else set()
-    if not venues_seen <= venues or (m.source != "generated" and venues_seen != venues):
+    # Generated: exactly the generator's (the calendar check); imported: every venue quoted is one
+    # of the calendar's (an import may keep a venue whose instruments it dropped).
+    if not venues_seen <= venues:
         raise DatasetError(f"{where}: calendar.venues {shown(sorted(venues))} are not the venues of its quotes "
                            f"{shown(sorted(venues_seen))}; {fix}")
     if m.source != "generated":
@@ -943,18 +945,31 @@ class GenerationStopped(BaseException):
         self.signame = signame
 
 
+# While a generation runs in the main thread: the stop signal received (if any), and how to kill
+# the worker pool under way (its pids), so that the handler never raises inside the pool's code.
+_STOP: list[str] = []
+_POOL_PIDS: list[set[int]] = []
+
+
 @contextlib.contextmanager
 def stopping_on_signals() -> Iterator[None]:
-    """While the block runs (in the main thread), SIGTERM and SIGHUP raise
-    :class:`GenerationStopped` there, so that its pool is stopped and its staging directory
-    removed as for Ctrl-C, instead of the process ending with its workers left running."""
+    """While the block runs (in the main thread), SIGTERM and SIGHUP stop the generation, so that
+    its pool is stopped and its staging directory removed as for Ctrl-C, instead of the process
+    ending with its workers left running: with a pool under way the handler kills its workers
+    and :func:`worker_pool` raises :class:`GenerationStopped` once the pool has noticed (never in
+    the middle of the pool's own bookkeeping); without one, the handler raises it at once."""
     if threading.current_thread() is not threading.main_thread() or any(
             signal.getsignal(sig) is not signal.SIG_DFL for sig in (signal.SIGTERM, signal.SIGHUP)):
         yield  # a caller that handles them (a run generating a second scale) stops the pool its way
         return
 
     def handler(signum: int, frame: object) -> None:
-        raise GenerationStopped(signal.Signals(signum).name)
+        if _STOP:
+            return
+        _STOP.append(signal.Signals(signum).name)
+        if not _POOL_PIDS:
+            raise GenerationStopped(_STOP[0])
+        _kill_workers(_POOL_PIDS[-1])
 
     before = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -962,12 +977,24 @@ def stopping_on_signals() -> Iterator[None]:
     finally:
         for sig, old in before.items():
             signal.signal(sig, old)
+        _STOP.clear()
+
+
+def _kill_workers(before: set[int]) -> None:
+    """Kill this process's children that were not there before its pool started (its workers;
+    never another pool's, nor an engine's)."""
+    for child in psutil.Process().children():
+        if child.pid not in before:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, signal.SIGKILL)
 
 
 def _worker_dies_with(parent: int | None) -> None:
     """A pool worker's first step: the kernel kills it (SIGKILL) when the process that started it
     ends, however that ends (``kill -9`` included: no handler runs then), and it ends at once
     if that process is already gone."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited by fork
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     if parent is not None and os.getppid() != parent:  # died before the line above took effect
@@ -977,21 +1004,27 @@ def _worker_dies_with(parent: int | None) -> None:
 @contextlib.contextmanager
 def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
     """A process pool whose workers die with this process, and are killed when the block ends by
-    an exception (a signal, Ctrl-C, a failed task) instead of being waited for."""
-    mine = {p.pid for p in multiprocessing.active_children()}
+    an exception (Ctrl-C, a failed task) instead of being waited for; SIGTERM or SIGHUP under
+    :func:`stopping_on_signals` kills them and ends the block with :class:`GenerationStopped`."""
+    before = {p.pid for p in psutil.Process().children()}
     start = multiprocessing.get_start_method()
     # A worker forked by this process has it as its parent; another start method's has the
     # fork server (its own lifetime bound to this process), which the check cannot name.
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_dies_with,
                                initargs=(os.getpid() if start == "fork" else None,))
+    _POOL_PIDS.append(before)
     try:
         yield pool
-    except BaseException:
-        for child in multiprocessing.active_children():
-            if child.pid not in mine:  # this pool's workers: never another pool's, or an engine's
-                child.kill()
+        if _STOP:
+            raise GenerationStopped(_STOP[0])
+    except BaseException as exc:
+        _kill_workers(before)
         pool.shutdown(wait=False, cancel_futures=True)
+        if _STOP and not isinstance(exc, GenerationStopped):  # the pool broke because we killed it
+            raise GenerationStopped(_STOP[0]) from None
         raise
+    finally:
+        _POOL_PIDS.pop()
     pool.shutdown(wait=True)
 
 

@@ -345,7 +345,7 @@ def test_a_second_generation_waits_and_reuses_the_first(tmp_path: Path) -> None:
     """Two generations (or two runs that generate) into one place: the second waits for the
     first, naming it, then reuses its dataset; both print the same content hash."""
     out = tmp_path / "ds"
-    argv = [sys.executable, "-m", "tickbench.cli", "generate", "--out", str(out), "--scale", "0.02"]
+    argv = [sys.executable, "-m", "tickbench.cli", "generate", "--out", str(out), "--scale", "0.01"]
     first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for_file(tmp_path / ".ds.lock", first)
     second = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -75,8 +75,10 @@ def write_market(root: Path, syms: Sequence[str], quotes: Sequence[tuple[Any, ..
                             "syms": [min(syms), max(syms)], "path": rel, "rows": t.num_rows,
                             "bytes": (root / rel).stat().st_size, "hash": hash_table(t)})
     content_hash = combine_hashes({e["path"]: e["hash"] for e in entries})
-    manifest = Manifest(scale=0.0, seed=0, symbols=0, content_hash=content_hash, partitions=entries, csv={},
-                        params=mc.default_params(), source="generated", kind=MARKET, universe=len(syms),
+    # Not the generator's output (its part files are not the generator's blocks, its scale none):
+    # recorded as an import, whose manifest fields are checked against its data alone.
+    manifest = Manifest(scale=1.0, seed=0, symbols=0, content_hash=content_hash, partitions=entries, csv={},
+                        params=mc.default_params(), source="import:fixture", kind=MARKET, universe=len(syms),
                         calendar=mc.calendar_dict())
     (root / MANIFEST).write_text(manifest.to_json())
     return Dataset.open(root)

@@ -35,7 +35,7 @@ from tests.test_hostile_data import Guard, Outcome, _cli
 from tests.test_hostile_run import small_tmpfs
 from tickbench.data.dataset import STAGE_OWNER, Dataset
 from tickbench.data.validate import validate
-from tickbench.engines.registry import availability, engine_infos
+from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.market_reference import REFERENCES
 
 DAYS = ["2024-01-02", "2024-01-03", "2024-01-04"]
@@ -356,8 +356,10 @@ def test_a_spec_taq_capture_runs_the_market_suite_on_every_embedded_engine(marke
                                                                           tmp_path: Path) -> None:
     """Three days of BBO and TRADE files as the specification lays them out (one-sided quotes
     among them) import, validate, and run the market suite on DuckDB, chDB, Polars, ArcticDB and
-    DataFusion in one run, every answer verified. ``--ui-users 0``: a universe the default of 10
-    UI users cannot serve would not run today (issue 37, item 6, fixed apart)."""
+    DataFusion in one run, every answer verified; the run is ``--cold`` (each timed repetition
+    after a restart of the engine, and a reload for the in-memory one), so the same run shows
+    that the market suite runs cold on every embedded engine. One user, no UI users: the users
+    cells have tests of their own (tests/test_market_users.py)."""
     names = [e for e in EMBEDDED if availability(e).available]
     if len(names) < len(EMBEDDED):
         pytest.skip("not available here: " + "; ".join(
@@ -371,7 +373,7 @@ def test_a_spec_taq_capture_runs_the_market_suite_on_every_embedded_engine(marke
     assert _cli("validate", data).code == 0
     guard = Guard(tmp_path, run)
     res = _cli("run", "--engines", ",".join(names), "--suite", "market", "--data", data, "--out", run,
-               "--repetitions", "1", "--users", "1", "--ui-users", "0", "--timeout", "300")
+               "--repetitions", "1", "--users", "1", "--ui-users", "0", "--timeout", "300", "--cold")
     assert res.code == 0, res.output
     guard.unchanged()
     records = json.loads((run / "results.json").read_text())["records"]
@@ -381,3 +383,6 @@ def test_a_spec_taq_capture_runs_the_market_suite_on_every_embedded_engine(marke
         unverified = [(r["benchmark"], r["status"], r.get("reason")) for r in queries
                       if (r["status"], r["verified"]) != ("ok", True)]
         assert not unverified, (engine, unverified)
+        reload = adapter_class(engine).persistent is False
+        for r in queries:  # every timed repetition ran cold, said so in the record
+            assert r["mode"] == "cold" and ("reloaded" in r["cold_note"]) == reload, (engine, r["cold_note"])

@@ -197,16 +197,17 @@ def test_a_signal_stops_the_runs_server_too(tiny_dir: Path, server_tmp: Path) ->
     assert not _gone(out) and _beside(server_tmp, out) == before
 
 
-def _sleeper() -> subprocess.Popen[bytes]:
-    """A process in a session of its own, as tickbench starts its servers."""
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+def _sleeper(cwd: Path | None = None) -> subprocess.Popen[bytes]:
+    """A process in a session of its own, as tickbench starts its servers (in ``cwd``)."""
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True, cwd=cwd)
 
 
 def test_a_leftover_server_is_stopped_before_its_directory_is_reused(tiny_dir: Path, tmp_path: Path) -> None:
     """A runner killed outright whose server outlived it (its parent-death signal lost): the
     server's pid and start time, recorded beside its log in the working directory, let
-    ``--resume`` stop it before the directory is reused; a recorded pid that now names
-    another process (another start time) is left alone."""
+    ``--resume`` stop it before the directory is reused (it works there, as tickbench starts
+    its servers); a recorded pid that now names another process (another start time) is left
+    alone."""
     out = tmp_path / "run"
     before = _beside(tmp_path, out)
     proc = _start(out, tiny_dir, "--engines", "duckdb", env={FAULTS_ENV: "duckdb:slow=1"})
@@ -217,7 +218,7 @@ def test_a_leftover_server_is_stopped_before_its_directory_is_reused(tiny_dir: P
     assert not _gone(out, also=engine_processes)
     work = out / "work" / "duckdb"
     assert work.is_dir(), "the killed run left no working directory"
-    leftover, stranger = _sleeper(), _sleeper()
+    leftover, stranger = _sleeper(cwd=work), _sleeper()
     try:
         started = psutil.Process(leftover.pid).create_time()
         (work / "server.log.server-pid").write_text(f"{leftover.pid} {started!r}\n")

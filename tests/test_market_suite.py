@@ -117,29 +117,3 @@ def test_the_market_suite_refuses_the_paper_dataset(tiny: Dataset, tmp_path: Pat
         run(run_config(engines=["duckdb"], data=tiny.root, out=tmp_path / "r", seed=7, suite="market"))
     assert not (tmp_path / "r" / "results.json").exists()
 
-
-def _embedded_market_engines() -> list[str]:
-    return [name for name, cls in _market_classes() if not issubclass(cls, Server) and availability(name).available]
-
-
-@pytest.mark.slow
-def test_market_suite_runs_cold_on_every_embedded_engine(market_tiny: Dataset, tmp_path: Path) -> None:
-    """``--cold`` on the market suite: each query's timed repetition after the engine was
-    restarted (and, for an in-memory engine, reloaded), every answer still verified."""
-    engines = _embedded_market_engines()
-    assert {"duckdb", "polars"} <= set(engines), engines  # installed with tickbench itself
-    out = tmp_path / "run"
-    opts = suite_options(users=(), ui_users=0, ingest_rates=())
-    run(run_config(engines=engines, data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
-                   protocol=Protocol(repetitions=1, load_repetitions=1, timeout_s=120, cold=True)))
-    results = read_results(out / "results.json")
-    for engine in engines:
-        info = engine_infos()[engine]
-        for qid in QUERY_IDS:
-            rec = next(r for r in results.records if r.engine == engine and r.benchmark == qid)
-            if qid in info.unsupported:
-                assert rec.status == "unsupported"
-                continue
-            assert rec.status == "ok" and rec.verified is True, f"{engine} {qid}: {rec.status} {rec.reason}"
-            assert rec.mode == "cold" and rec.cold_note, f"{engine} {qid}: {rec.mode} {rec.cold_note!r}"
-            assert ("reloaded" in rec.cold_note) == (not adapter_class(engine).persistent), rec.cold_note

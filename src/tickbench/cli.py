@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
 import importlib
 import inspect
+import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import typing
 from collections.abc import Callable, Iterator
@@ -27,6 +31,7 @@ from tickbench.data.dataset import (
     PAPER,
     Dataset,
     DatasetError,
+    GenerationStopped,
     check_dataset,
     check_scale,
     check_seed,
@@ -39,7 +44,7 @@ from tickbench.report import compare, html, markdown, site
 from tickbench.report.summary import merge
 from tickbench.report.terminal import print_summary
 from tickbench.results import Results, ResultsError
-from tickbench.run.cell import Protocol
+from tickbench.run.cell import Protocol, free_bytes
 from tickbench.run.endpoints import EndpointError, merge_endpoints, parse_endpoint, read_config
 from tickbench.run.session import (
     RunConfig,
@@ -47,6 +52,8 @@ from tickbench.run.session import (
     RunInterrupted,
     check_endpoints,
     check_engines,
+    check_out,
+    check_protocol,
     disk_shortfall,
     run,
 )
@@ -128,8 +135,17 @@ def _generate(out: Path, scale: float, seed: int, symbols: int, jobs: int, clust
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        manifest = generate(out, scale, seed, symbols, jobs, progress, cluster=cluster, dataset=dataset,
-                            universe=universe)
+        def waiting(holder: str) -> None:
+            err.print(f"note: {out} is being written by another tickbench ({holder}); waiting for it, then "
+                      "using its dataset", highlight=False, markup=False, soft_wrap=True)
+
+        try:
+            manifest = generate(out, scale, seed, symbols, jobs, progress, cluster=cluster, dataset=dataset,
+                                universe=universe, on_wait=waiting)
+        except GenerationStopped as stop:
+            err.print(f"interrupted by {stop.signame} while generating {out}: its workers were stopped and "
+                      "nothing was kept", highlight=False, markup=False, soft_wrap=True)
+            raise typer.Exit(130) from None
     if manifest.kind == MARKET:
         rows = {t: sum(p["rows"] for p in manifest.partitions if p["table"] == t) for t in ("quotes", "trades")}
         console.print(f"dataset {out}: market, {manifest.universe:,} instruments, {rows['quotes']:,} quotes, "
@@ -253,19 +269,14 @@ def run_cmd(
         # before any data is generated or loaded
         check_endpoints(names, suite, picked, cold, endpoints, list(all_suites().values()))
         _check_available([n for n in names if n not in endpoints])
-        if repetitions < 1:
-            raise RunError(f"--repetitions {repetitions}: must be at least 1")
-        if timeout <= 0:
-            raise RunError(f"--timeout {timeout}: must be positive")
-        if load_timeout <= 0:
-            raise RunError(f"--load-timeout {load_timeout}: must be positive")
-        if not cell_budget > 0:
-            raise RunError(f"--cell-budget {cell_budget}: must be a positive number of seconds")
+        check_protocol(repetitions, timeout, load_timeout, cell_budget)
         try:
             options = {s.name: {o.name: o.value(suite_opts[o.name]) if o.name in suite_opts else o.default
                                 for o in s.options} for s in picked}
         except OptionError as exc:
             raise RunError(str(exc)) from None
+        if out is not None:
+            check_out(out, resume=False)  # before a dataset is generated for it
         if data is None:  # the dataset of the suites' kind, generated (or reused) at the given scale
             check_scale(scale)
             kind = MARKET if all(s.dataset_kind == MARKET for s in picked) else PAPER
@@ -342,10 +353,36 @@ def _run_and_report(cfg: RunConfig) -> None:
 
 
 def write_reports(results: Results | list[Results], out: Path) -> None:
-    """``report.md`` and ``report.html`` of one run (or several side by side) into ``out``."""
+    """``report.md`` and ``report.html`` of one run (or several side by side) into ``out``, each
+    written whole or not at all (a full disk leaves the earlier file, or none, never half a one):
+    :class:`RunError` naming the disk or the directory when it cannot be written."""
     known = all_suites().values()
-    (out / "report.md").write_text(markdown.render(results, known))
-    (out / "report.html").write_text(html.render(results, known))
+    for name, text in (("report.md", markdown.render(results, known)), ("report.html", html.render(results, known))):
+        try:
+            write_whole(out / name, text)
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise RunError(f"the disk under {out} is full ({free_bytes(out) / 1e9:.1f} GB free): {name} could not "
+                               f"be written (nothing half-written was left); free space there, then `tickbench "
+                               f"report {out / 'results.json'}`") from None
+            raise RunError(f"{out / name}: cannot be written ({exc.strerror}); choose another directory with "
+                           "`tickbench report RESULTS --out DIR`") from None
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory, renamed over
+    it once complete: a reader (or a full disk) never sees a truncated file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 @app.command("report")
@@ -366,8 +403,14 @@ def report_cmd(
         target = results_files[0].parent
     else:
         target = Path("results") / ("merged-" + "-".join(r.run_id for r in runs))
-    target.mkdir(parents=True, exist_ok=True)
-    write_reports(runs, target)
+    try:
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunError(f"--out {target}: cannot be made ({exc.strerror}); choose another directory") from None
+        write_reports(runs, target)
+    except RunError as exc:
+        raise fail(str(exc)) from None
     print_summary(merge(runs).results, all_suites().values(), console)
     console.print(f"report: {target / 'report.html'}, {target / 'report.md'}")
 

@@ -29,18 +29,24 @@ canonical binary form; for the dataset, a BLAKE2b over the sorted partition hash
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import datetime as dt
 import errno
 import hashlib
 import json
+import multiprocessing
 import os
 import re
 import shutil
+import signal
 import socket
+import sys
 import tempfile
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +66,7 @@ from tickbench.data import market_calendar as mc
 from tickbench.data.cluster import ClusterError, check_address, cluster_map
 from tickbench.data.derive import derive_params
 from tickbench.data.generator import generate_partition
+from tickbench.data.locks import LockBusy, LockRefused, exclusive
 from tickbench.data.market import generate_block
 from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES, SCHEMAS, TABLES
 
@@ -391,16 +398,116 @@ def check_manifest(directory: Path, m: Manifest) -> None:
         inside(directory, e["path"], f"partition entry {i}'s path")
         if "exchange" in e or "sym" in e:  # a partition of one (exchange, sym): the layout above
             _check_partition_entry(where, i, e, fix)
+        else:
+            bad = [k for k, t in _COUNTED_TYPES.items() if not isinstance(e.get(k), t) or isinstance(e.get(k), bool)
+                   or (t is int and e[k] < 0)]
+            if bad:
+                raise DatasetError(f"{where}: partition entry {i} ({shown(e['path'])}) lacks {', '.join(bad)} (or "
+                                   f"has the wrong type); {fix}")
     for table, e in m.csv.items():
         if not isinstance(e, dict) or not isinstance(e.get("path"), str):
             raise DatasetError(f"{where}: csv entry {shown(table)} has no path; {fix}")
         inside(directory, e["path"], f"the {table} CSV's path")
+        if not isinstance(e.get("rows"), int) or isinstance(e.get("rows"), bool) or e["rows"] < 0:
+            raise DatasetError(f"{where}: csv entry {shown(table)} lacks rows (or has the wrong type); {fix}")
+    if m.kind == MARKET:
+        _check_market_manifest(where, m, fix)
     expected = expected_params(m)
     if m.params != expected:
         diff = ", ".join(f"{k} {shown(m.params.get(k))} (its data give {shown(v)})"
                          for k, v in expected.items() if m.params.get(k) != v) or "extra keys"
         raise DatasetError(f"{where}: parameters not those its data determine: {diff}. The content hash does "
                            f"not cover them, so a run would claim it measured this dataset; {fix}")
+
+
+_COUNTED_TYPES = {"rows": int, "bytes": int, "hash": str}
+
+
+def _check_market_manifest(where: Path, m: Manifest, fix: str) -> None:
+    """A market manifest's fields that change a run, each checked against what its data (and,
+    generated, the generator) determine; a refusal names the field. What cannot be checked
+    here (rows, venues, scale, seed: they need the data) :func:`check_market_data` checks."""
+    try:
+        calendar = mc.calendar_of(m.calendar)
+    except ValueError as exc:
+        raise DatasetError(f"{where}: its calendar: {exc}; {fix}") from None
+    if m.symbols != 0:
+        raise DatasetError(f"{where}: symbols {shown(m.symbols)}: a market dataset has none (0); {fix}")
+    generated = m.source == "generated"
+    if generated and m.calendar != mc.calendar_dict():
+        raw = m.calendar or {}
+        wrong = [k for k in ("days", "session", "venues") if raw.get(k) != mc.calendar_dict()[k]] or ["keys"]
+        raise DatasetError(f"{where}: calendar.{wrong[0]} is not the generated calendar's, which a generated "
+                           f"dataset has; {fix}")
+    if not generated and (m.scale != 1.0 or m.seed != 0):
+        field_ = "scale" if m.scale != 1.0 else "seed"
+        raise DatasetError(f"{where}: {field_} {shown(getattr(m, field_))}: an imported dataset's is "
+                           f"{'1' if field_ == 'scale' else '0'}; {fix}")
+    if isinstance(m.universe, bool) or not isinstance(m.universe, int) or m.universe < 1:
+        raise DatasetError(f"{where}: universe {shown(m.universe)} is not a count of instruments; {fix}")
+    inst = [e for e in m.partitions if e["table"] == "instruments"]
+    if len(inst) != 1 or inst[0]["path"] != INSTRUMENTS_PATH:
+        raise DatasetError(f"{where}: not one instruments entry at {INSTRUMENTS_PATH}; {fix}")
+    if inst[0]["rows"] != m.universe:
+        raise DatasetError(f"{where}: universe {m.universe}, and its instruments entry has {inst[0]['rows']} rows; "
+                           f"{fix}")
+    days = set(calendar.days)
+    for i, e in enumerate(m.partitions):
+        if e["table"] == "instruments":
+            continue
+        if e["table"] not in MARKET_TABLES or not isinstance(e.get("block"), int) or e.get("day") not in days:
+            raise DatasetError(f"{where}: partition entry {i} ({shown(e['path'])}): table, block or day "
+                               f"{shown(e.get('day'))} not one of its calendar's; {fix}")
+        if e["path"] != f"{e['table']}/{e['day']}/block-{e['block']}.parquet":
+            raise DatasetError(f"{where}: partition entry {i}'s day {shown(e['day'])} or block {shown(e['block'])} "
+                               f"is not that of its path {shown(e['path'])}; {fix}")
+    if generated:
+        n = m.universe
+        want = {(t, b.day.isoformat(), b.index): [[b.first_rank, b.last_rank],
+                                                  [mc.sym_of(b.first_rank, n), mc.sym_of(b.last_rank, n)]]
+                for b in mc.blocks(n) for t in MARKET_TABLES}
+        have = {(e["table"], e["day"], e["block"]): [e.get("ranks"), e.get("syms")]
+                for e in m.partitions if e["table"] != "instruments"}
+        if set(have) != set(want) or len(have) != len(m.partitions) - 1:
+            raise DatasetError(f"{where}: partitions not the part files of universe {m.universe} (a day or block "
+                               f"added, removed or repeated); {fix}")
+        for key, (ranks, syms) in have.items():
+            if [ranks, syms] != want[key]:
+                raise DatasetError(f"{where}: the ranks or syms of {key[0]}/{key[1]}/block-{key[2]} are not those "
+                                   f"of its block; {fix}")
+    for table, e in m.csv.items():
+        day_rows = sum(p["rows"] for p in m.partitions if p["table"] == table and p.get("day") == m.params.get("D"))
+        if e["rows"] != day_rows:
+            raise DatasetError(f"{where}: the {table} CSV's rows {e['rows']}, and its day D partitions hold "
+                               f"{day_rows}; {fix}")
+
+
+def check_market_data(directory: Path, m: Manifest, venues_seen: set[str]) -> None:
+    """The market manifest's fields only the data can check: its venues (those of the quotes,
+    ``venues_seen``), and for a generated dataset its seed and universe (the instruments table
+    is regenerated from them) and its scale (day 1's first part file is regenerated at it);
+    DatasetError naming the field."""
+    where = directory / MANIFEST
+    fix = "the manifest was edited or written by something else: regenerate or re-import the dataset"
+    venues = set(m.calendar["venues"]) if isinstance(m.calendar, dict) else set()
+    # Generated: exactly the generator's (the calendar check); imported: every venue quoted is one
+    # of the calendar's (an import may keep a venue whose instruments it dropped).
+    if not venues_seen <= venues:
+        raise DatasetError(f"{where}: calendar.venues {shown(sorted(venues))} are not the venues of its quotes "
+                           f"{shown(sorted(venues_seen))}; {fix}")
+    if m.source != "generated":
+        return
+    assert m.universe is not None
+    entries = {e["path"]: e for e in m.partitions}
+    inst = mc.instruments_table(mc.universe_instruments(m.seed, m.universe))
+    if hash_table(inst) != entries[INSTRUMENTS_PATH]["hash"]:
+        raise DatasetError(f"{where}: seed {m.seed} (universe {m.universe}) does not give its instruments table; {fix}")
+    first = next(b for b in mc.blocks(m.universe) if b.index == 0 and b.day == mc.DAYS[0])
+    data = generate_block(m.seed, first, m.universe, m.scale)
+    for table in MARKET_TABLES:
+        if hash_table(getattr(data, table)) != entries[first.path(table)]["hash"]:
+            raise DatasetError(f"{where}: scale {m.scale:g} does not give its data ({first.path(table)} regenerated "
+                               f"at scale {m.scale:g} differs); {fix}")
 
 
 def _check_partition_entry(where: Path, i: int, e: dict[str, Any], fix: str) -> None:
@@ -511,6 +618,7 @@ def generate(
     cluster: str | None = None,
     dataset: str = PAPER,
     universe: int | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> Manifest:
     """Generate the dataset into ``out`` and return its manifest.
 
@@ -523,7 +631,10 @@ def generate(
     The files are written into a staging directory beside ``out`` and moved into place only
     when every partition and the manifest are complete: an interrupted or failed run leaves
     nothing half-written. An ``out`` that already holds the same dataset is reused as is; one
-    that holds anything else is refused.
+    that holds anything else is refused. A generation or import writing into ``out`` holds its
+    lock (:func:`dataset_lock`): this one waits for it (``on_wait`` is told who holds it), then
+    reuses what it made. SIGTERM and SIGHUP stop it as Ctrl-C does (:class:`GenerationStopped`):
+    its workers are killed (they die with it in any case, ``kill -9`` included) and nothing is kept.
     """
     check_scale(scale)
     check_seed(seed)
@@ -543,6 +654,47 @@ def generate(
         except ClusterError as exc:
             raise DatasetError(str(exc)) from None
     out = Path(out)
+    with dataset_lock(out, "generating", wait=True, on_wait=on_wait), stopping_on_signals():
+        return _generate_locked(out, scale, seed, symbols, jobs, progress, cluster, dataset, universe)
+
+
+def lock_path(out: Path) -> Path:
+    """The lock of a dataset directory being written: ``.NAME.lock`` beside it."""
+    return out.parent / f".{out.name}.lock"
+
+
+@contextlib.contextmanager
+def dataset_lock(out: Path, what: str, wait: bool = False,
+                 on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the lock of dataset directory ``out`` while a generation or an import writes it
+    (``what``: ``generating``, ``importing``): another one into the same place is refused
+    naming the process that holds it, or, with ``wait`` (a generation, which then reuses the
+    dataset the first one finished), waits for it after telling ``on_wait`` who it is."""
+    path = lock_path(out)
+    holder = f"pid {os.getpid()}, {what} {out}"
+    held = contextlib.ExitStack()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            held.enter_context(exclusive(path, holder))
+        except LockBusy as busy:
+            if not wait:
+                raise DatasetError(f"--out {out}: another tickbench ({busy.holder}) is writing it; wait for it to "
+                                   "end (its dataset is then there), or choose another --out") from None
+            if on_wait is not None:
+                on_wait(busy.holder)
+            held.enter_context(exclusive(path, holder, wait=True))
+    except LockRefused as exc:
+        raise DatasetError(f"--out {out}: {exc}") from None
+    except OSError as exc:
+        raise DatasetError(f"--out {out}: its lock {path} cannot be made ({exc.strerror}); choose an --out in a "
+                           "directory you can write, on a disk with room") from None
+    with held:
+        yield
+
+
+def _generate_locked(out: Path, scale: float, seed: int, symbols: int, jobs: int, progress: ProgressFn | None,
+                     cluster: str | None, dataset: str, universe: int | None) -> Manifest:
     if out.exists():
         if not out.is_dir():
             raise DatasetError(f"--out {out}: exists and is not a directory")
@@ -758,7 +910,7 @@ def _run_tasks(
     else:
         queue = deque(sorted(tasks, key=lambda t: not feeds_csv(t)))
         csv_left = sum(map(feeds_csv, tasks))
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with worker_pool(jobs) as pool:
             running: dict[Future[Any], Any] = {}
             csv_futures: set[Future[Any]] = set()
             while queue or running:
@@ -782,6 +934,98 @@ def _run_tasks(
         if c[1] not in csv_info:
             csv_done(_bulk_csv_task(c))
     return rows, csv_info
+
+
+class GenerationStopped(BaseException):
+    """A generation (or import) asked to stop by SIGTERM or SIGHUP: its workers were stopped and
+    nothing was kept. A ``BaseException``, as ``KeyboardInterrupt`` is for SIGINT."""
+
+    def __init__(self, signame: str) -> None:
+        super().__init__(signame)
+        self.signame = signame
+
+
+# While a generation runs in the main thread: the stop signal received (if any), and how to kill
+# the worker pool under way (its pids), so that the handler never raises inside the pool's code.
+_STOP: list[str] = []
+_POOL_PIDS: list[set[int]] = []
+
+
+@contextlib.contextmanager
+def stopping_on_signals() -> Iterator[None]:
+    """While the block runs (in the main thread), SIGTERM and SIGHUP stop the generation, so that
+    its pool is stopped and its staging directory removed as for Ctrl-C, instead of the process
+    ending with its workers left running: with a pool under way the handler kills its workers
+    and :func:`worker_pool` raises :class:`GenerationStopped` once the pool has noticed (never in
+    the middle of the pool's own bookkeeping); without one, the handler raises it at once."""
+    if threading.current_thread() is not threading.main_thread() or any(
+            signal.getsignal(sig) is not signal.SIG_DFL for sig in (signal.SIGTERM, signal.SIGHUP)):
+        yield  # a caller that handles them (a run generating a second scale) stops the pool its way
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if _STOP:
+            return
+        _STOP.append(signal.Signals(signum).name)
+        if not _POOL_PIDS:
+            raise GenerationStopped(_STOP[0])
+        _kill_workers(_POOL_PIDS[-1])
+
+    before = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, old in before.items():
+            signal.signal(sig, old)
+        _STOP.clear()
+
+
+def _kill_workers(before: set[int]) -> None:
+    """Kill this process's children that were not there before its pool started (its workers;
+    never another pool's, nor an engine's)."""
+    for child in psutil.Process().children():
+        if child.pid not in before:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, signal.SIGKILL)
+
+
+def _worker_dies_with(parent: int | None) -> None:
+    """A pool worker's first step: the kernel kills it (SIGKILL) when the process that started it
+    ends, however that ends (``kill -9`` included: no handler runs then), and it ends at once
+    if that process is already gone."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited by fork
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if parent is not None and os.getppid() != parent:  # died before the line above took effect
+        os._exit(1)
+
+
+@contextlib.contextmanager
+def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
+    """A process pool whose workers die with this process, and are killed when the block ends by
+    an exception (Ctrl-C, a failed task) instead of being waited for; SIGTERM or SIGHUP under
+    :func:`stopping_on_signals` kills them and ends the block with :class:`GenerationStopped`."""
+    before = {p.pid for p in psutil.Process().children()}
+    start = multiprocessing.get_start_method()
+    # A worker forked by this process has it as its parent; another start method's has the
+    # fork server (its own lifetime bound to this process), which the check cannot name.
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_dies_with,
+                               initargs=(os.getpid() if start == "fork" else None,))
+    _POOL_PIDS.append(before)
+    try:
+        yield pool
+        if _STOP:
+            raise GenerationStopped(_STOP[0])
+    except BaseException as exc:
+        _kill_workers(before)
+        pool.shutdown(wait=False, cancel_futures=True)
+        if _STOP and not isinstance(exc, GenerationStopped):  # the pool broke because we killed it
+            raise GenerationStopped(_STOP[0]) from None
+        raise
+    finally:
+        _POOL_PIDS.pop()
+    pool.shutdown(wait=True)
 
 
 def _ts_text(ns: np.ndarray) -> pa.Array:
@@ -844,16 +1088,47 @@ def verify_files(directory: Path, manifest: Manifest, content: bool = False) -> 
                                f"the manifest says {entry['bytes']}; the dataset was modified")
     if content:
         hashes = {}
+        venues: set[str] = set()
         for entry in manifest.partitions:
             schemas = MARKET_SCHEMAS if manifest.kind == MARKET else SCHEMAS
-            t = pq.read_table(inside(directory, entry["path"]), schema=schemas[entry["table"]])
+            t = read_partition(inside(directory, entry["path"]), schemas[entry["table"]])
             got = hash_table(t)
             if got != entry["hash"]:
                 raise DatasetError(f"{directory}: {entry['path']} does not match its manifest "
                                    "hash; the dataset was modified")
+            if t.num_rows != entry["rows"]:
+                raise DatasetError(f"{directory}: {entry['path']} holds {t.num_rows:,} rows, its manifest entry's "
+                                   f"rows say {entry['rows']:,}; the manifest was edited: regenerate or re-import it")
+            if manifest.kind == MARKET and entry["table"] == "quotes":
+                venues.update(v for v in pc.unique(t.column("exchange")).to_pylist() if v is not None)
             hashes[entry["path"]] = got
         if combine_hashes(hashes) != manifest.content_hash:
             raise DatasetError(f"{directory}: content hash differs from the manifest")
+        if manifest.kind == MARKET:
+            check_market_data(directory, manifest, venues)
+
+
+def check_rows(path: Path, entry: dict[str, Any]) -> None:
+    """A partition file's row count (its Parquet footer) against its manifest entry's ``rows``;
+    DatasetError naming the file (unreadable) or the field (edited)."""
+    try:
+        rows = pq.ParquetFile(path).metadata.num_rows
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise DatasetError(f"{path}: unreadable Parquet ({' '.join(str(exc).split())[:200]}); the dataset was "
+                           "modified: regenerate or re-import it") from None
+    if rows != entry["rows"]:
+        raise DatasetError(f"{path}: holds {rows:,} rows, its manifest entry's rows say {entry['rows']:,}; the "
+                           "manifest was edited: regenerate or re-import it")
+
+
+def read_partition(path: Path, schema: pa.Schema) -> pa.Table:
+    """A partition file's rows in its table's schema; DatasetError naming the file when it is not
+    Parquet of that schema (garbage, another table's file, timestamps beyond int64 nanoseconds)."""
+    try:
+        return pq.read_table(path, schema=schema)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise DatasetError(f"{path}: unreadable as Parquet of its table's schema ({' '.join(str(exc).split())[:200]}); "
+                           "the dataset was modified: regenerate or re-import it") from None
 
 
 def empty_frame(schema: pa.Schema) -> pl.DataFrame:

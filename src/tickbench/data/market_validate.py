@@ -23,9 +23,17 @@ from typing import Any
 
 import polars as pl
 import pyarrow.parquet as pq
+from pyarrow import ArrowException
 
 from tickbench.data import market_calendar as mc
-from tickbench.data.dataset import INSTRUMENTS_PATH, DatasetError, Manifest, combine_hashes
+from tickbench.data.dataset import (
+    INSTRUMENTS_PATH,
+    DatasetError,
+    Manifest,
+    check_market_data,
+    check_rows,
+    combine_hashes,
+)
 from tickbench.data.schema import MARKET_SCHEMAS
 from tickbench.data.violations import (
     AMOUNT_NOT_POSITIVE,
@@ -254,12 +262,18 @@ def validate_market(directory: Path, manifest: Manifest, report: ValidationRepor
         for entry in entries:
             if not (directory / entry["path"]).is_file():
                 raise DatasetError(f"{directory}: missing {entry['path']} named in its manifest")
-            state, pairs = _check_file(directory, entry, grids, state, report, cal)
+            try:
+                state, pairs = _check_file(directory, entry, grids, state, report, cal)
+                h = hash_parquet(directory / entry["path"], MARKET_SCHEMAS[table])
+            except (OSError, ValueError, ArrowException) as exc:  # garbage of a Parquet file's size, say
+                raise DatasetError(f"{directory / entry['path']}: unreadable as Parquet of the {table} schema "
+                                   f"({' '.join(str(exc).split())[:200]}); the dataset was modified") from None
             held[table].append(pairs)
-            h = hash_parquet(directory / entry["path"], MARKET_SCHEMAS[table])
             hashes[entry["path"]] = h
             if h != entry["hash"]:
                 report.add(Violation(entry["path"], -1, HASH_MISMATCH, {"manifest": entry["hash"], "rows": h}))
+            else:  # the rows are the manifest's: an entry's row count other than theirs was edited in
+                check_rows(directory / entry["path"], entry)
     empty = pl.DataFrame(schema={"exchange": pl.String, "sym": pl.String})
     quoting = pl.concat(held["quotes"]).unique() if held["quotes"] else empty
     trading = pl.concat(held["trades"]).unique() if held["trades"] else empty
@@ -277,4 +291,6 @@ def validate_market(directory: Path, manifest: Manifest, report: ValidationRepor
         report.add(Violation("trades", -1, TRADE_WITHOUT_QUOTES, dict(r)))
     if combine_hashes(hashes) != manifest.content_hash and not report.counts[HASH_MISMATCH]:
         report.add(Violation("manifest.json", -1, HASH_MISMATCH, {"content_hash": manifest.content_hash}))
+    if not report.counts[HASH_MISMATCH]:  # the manifest's venues, seed and scale against the data
+        check_market_data(directory, manifest, set(quoting["exchange"].to_list()))
     return report

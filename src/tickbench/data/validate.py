@@ -28,8 +28,17 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
+from pyarrow import ArrowException
 
-from tickbench.data.dataset import MARKET, MAX_NAME_BYTES, DatasetError, Manifest, combine_hashes, inside
+from tickbench.data.dataset import (
+    MARKET,
+    MAX_NAME_BYTES,
+    DatasetError,
+    Manifest,
+    check_rows,
+    combine_hashes,
+    inside,
+)
 from tickbench.data.market_validate import validate_market
 from tickbench.data.schema import LEVELS, SCHEMAS
 from tickbench.data.violations import (
@@ -276,10 +285,16 @@ def validate(directory: Path, max_samples: int = DEFAULT_SAMPLES) -> ValidationR
     for entry in sorted(manifest.partitions, key=lambda e: (e["table"], e["exchange"], e["sym"], e["day"])):
         if not inside(directory, entry["path"]).is_file():
             raise DatasetError(f"{directory}: missing {entry['path']} named in its manifest")
-        ids, h = _check_partition(directory, entry, report)
+        try:
+            ids, h = _check_partition(directory, entry, report)
+        except (OSError, ValueError, ArrowException) as exc:  # garbage of a Parquet file's size, say
+            raise DatasetError(f"{directory / entry['path']}: unreadable as Parquet of the {entry['table']} schema "
+                               f"({' '.join(str(exc).split())[:200]}); the dataset was modified") from None
         hashes[entry["path"]] = h
         if h != entry["hash"]:
             report.add(Violation(entry["path"], -1, HASH_MISMATCH, {"manifest": entry["hash"], "rows": h}))
+        else:  # the rows are the manifest's: an entry's row count other than theirs was edited in
+            check_rows(inside(directory, entry["path"]), entry)
         if ids is not None:
             streams.setdefault((entry["exchange"], entry["sym"]), []).append((entry, ids))
     for stream in streams.values():

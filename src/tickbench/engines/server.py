@@ -467,17 +467,40 @@ def _wait_status(procs: Sequence[psutil.Process], done: tuple[str, ...], timeout
             time.sleep(0.02)
 
 
+def _pid_records(root: Path) -> list[Path]:
+    """The server pid records under ``root``: regular files only, found without following a
+    symbolic link (a link planted in a working directory leads nowhere)."""
+    if root.is_symlink() or not root.is_dir():
+        return []
+    found = []
+    for here, _, files in os.walk(root, followlinks=False):
+        found += [Path(here) / f for f in files if f.endswith(PID_SUFFIX) and (Path(here) / f).is_file()
+                  and not (Path(here) / f).is_symlink()]
+    return sorted(found)
+
+
+def _runs_inside(proc: psutil.Process, root: Path) -> bool:
+    """Whether ``proc`` works inside ``root``: tickbench starts every server in its working
+    directory (PostgreSQL moves into its data directory there), so a process elsewhere is not one
+    it started, whatever a record says."""
+    try:
+        return Path(proc.cwd()).resolve().is_relative_to(root.resolve())
+    except (psutil.Error, OSError):
+        return False
+
+
 def stop_leftovers(root: Path) -> list[int]:
     """Stop every server tickbench started under ``root`` that still runs (its runner died
     before it could stop it), before ``root`` is reused or removed: only a process whose pid
-    and start time match what was recorded, with its process group. Returns their pids."""
+    and start time match what was recorded and that works inside ``root``, with its process
+    group. Returns their pids."""
     stopped = []
-    for record in sorted(root.rglob(f"*{PID_SUFFIX}")) if root.is_dir() else []:
+    for record in _pid_records(root):
         try:
             pid_text, created = record.read_text().split()
             proc = psutil.Process(int(pid_text))
-            if proc.create_time() != float(created):
-                continue  # the pid now names another process
+            if proc.create_time() != float(created) or not _runs_inside(proc, root):
+                continue  # the pid now names another process, or never named one of tickbench's
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGTERM)
             try:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from tickbench.report import sections
 from tickbench.report.sections import ReportSuite
 from tickbench.report.summary import merge
-from tickbench.report.widgets import PALETTE, PageParts, md_cell, mib
+from tickbench.report.widgets import PALETTE, PageParts, md_cell, md_code, md_text, mib
 from tickbench.results import Results
 
 
@@ -24,18 +24,18 @@ def render(runs: Results | Sequence[Results], suites: Iterable[ReportSuite]) -> 
     env, ds = results.environment, results.dataset
     out = ["# tickbench results", ""]
     if len(m.runs) > 1:
-        out += ["Runs side by side: " + ", ".join(f"`{r.run_id}` ({r.created})" for r in m.runs)
+        out += ["Runs side by side: " + ", ".join(f"{md_code(r.run_id)} ({md_text(r.created)})" for r in m.runs)
                 + "; an engine present in several runs is shown as `engine@run`.", ""]
-        out += [f"> ⚠ {w}" for w in m.warnings] + ([""] if m.warnings else [])
+        out += [f"> ⚠ {md_text(w)}" for w in m.warnings] + ([""] if m.warnings else [])
     out += [
-        f"Suite `{results.suite}`, run `{results.run_id}` on {results.created}; "
+        f"Suite {md_code(results.suite)}, run {md_code(results.run_id)} on {md_text(results.created)}; "
         f"{results.repetitions} timed repetitions after a warm-up, timeout {results.timeout_s:g} s.",
         "",
-        f"Machine: {env.cpu}, {env.cores} cores, {mib(env.memory_bytes)} memory, {env.os}; "
-        f"Python {env.python}, tickbench {env.tickbench_version}.",
+        f"Machine: {md_text(env.cpu)}, {env.cores} cores, {mib(env.memory_bytes)} memory, {md_text(env.os)}; "
+        f"Python {md_text(env.python)}, tickbench {md_text(env.tickbench_version)}.",
         "",
-        f"Dataset: {ds.source}, scale {ds.scale:g}, seed {ds.seed}, symbols +{ds.symbols}, "
-        f"content hash `{ds.content_hash}`.",
+        f"Dataset: {md_text(ds.source)}, scale {ds.scale:g}, seed {ds.seed}, symbols +{ds.symbols}, "
+        f"content hash {md_code(ds.content_hash)}.",
         "",
     ]
     engines = results.engines()
@@ -52,12 +52,13 @@ def render(runs: Results | Sequence[Results], suites: Iterable[ReportSuite]) -> 
     out += [x for p in own for x in p.reference]
     out += ["", "## Environment", ""]
     for run in m.runs:
-        out += [f"Run `{run.run_id}`: dataset `{run.dataset.content_hash}`, {run.environment.cpu}, "
-                f"{run.environment.cores} cores; parameters `{json.dumps(run.params, sort_keys=True)}`.", ""]
+        out += [f"Run {md_code(run.run_id)}: dataset {md_code(run.dataset.content_hash)}, "
+                f"{md_text(run.environment.cpu)}, {run.environment.cores} cores; parameters "
+                f"{md_code(json.dumps(run.params, sort_keys=True))}.", ""]
         out += ["| engine | version | settings |", "|---|---|---|"]
         for name, info in run.environment.engines.items():
-            settings = md_cell(json.dumps(info.get("settings", {}), sort_keys=True))
-            out.append(f"| {name} | {info.get('version', '')} | `{settings}` |")
+            settings = md_code(json.dumps(info.get("settings", {}), sort_keys=True)).replace("|", "\\|")
+            out.append(f"| {md_cell(name)} | {md_cell(str(info.get('version', '')))} | {settings} |")
         out.append("")
     out += [x for p in own for x in p.appendix]
     beyond = sections.group_markdown(grouped)

@@ -108,9 +108,36 @@ def mib(n: int) -> str:
     return f"{n / 2**20:,.1f} MiB"
 
 
+# Characters that could start Markdown or HTML in report.md: each is written with a backslash,
+# which CommonMark (and GitHub) read as the character itself.
+# ``<`` only where it could open a tag, ``&`` only where it could open an entity: "a < b" stays.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~]|<(?=[A-Za-z/!?])|&(?=#?\w+;))")
+
+
+def md_text(text: str) -> str:
+    """``text`` (a name, a reason: anything from data or results.json) as literal Markdown on
+    one line: no character of it can open a code span, emphasis, a link or raw HTML."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).splitlines()))
+
+
+def md_code(text: str) -> str:
+    """``text`` as one Markdown code span whatever it holds: fenced by one backtick more than its
+    longest run of them (so a backtick in it cannot close the span early), on one line."""
+    body = " ".join(str(text).splitlines())
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", body)), default=0) + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") else ""
+    return f"{fence}{pad}{body}{pad}{fence}"
+
+
+def md_fence(text: str, info: str = "") -> list[str]:
+    """``text`` as a fenced code block whose fence is longer than any run of backticks in it."""
+    fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    return [fence + info, text, fence]
+
+
 def md_cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text safe inside a Markdown table cell: literal (:func:`md_text`), its pipes escaped."""
+    return md_text(text)
 
 
 @dataclass
@@ -172,7 +199,7 @@ def hdr(r: Record, key: str) -> str:
 
 def _md(cell: Cell) -> str:
     text = "; ".join(cell) if isinstance(cell, list) else cell
-    return text.replace("|", "\\|").replace("\n", " ")  # a value must not break the table row
+    return md_text(text)  # a value must not break the table row, nor open markup
 
 
 def markdown_table(t: Table) -> list[str]:
@@ -434,11 +461,19 @@ _MD_SPLIT = re.compile(r"(?<!\\)\|")
 
 
 def _md_inline(text: str) -> str:
-    """Markdown ``**bold**`` and ```code``` in ``text``, everything else escaped."""
-    out = escape(text.replace("\\|", "|"))
+    """Markdown ``**bold**`` and ```code``` in ``text``, everything else escaped; a character
+    :func:`md_text` escaped with a backslash is that character, never markup."""
+    kept: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:
+        kept.append(m.group(1))
+        return f"\ue000{len(kept) - 1}\ue001"
+
+    out = escape(re.sub(r"\\([\\`*_\[\]<&|~])", keep, text))
     out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
     out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
-    return re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", r"<i>\1</i>", out)
+    out = re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", r"<i>\1</i>", out)
+    return re.sub("\ue000(\\d+)\ue001", lambda m: escape(kept[int(m.group(1))]), out)
 
 
 def markdown_to_html(lines: list[str]) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
-import fcntl
 import json
+import math
 import os
 import shutil
 import signal
@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tickbench.data.dataset import Dataset
+from tickbench.data.dataset import Dataset, shown
+from tickbench.data.locks import LockBusy, LockRefused, exclusive
 from tickbench.engines.base import ENDPOINTS_ENV, Endpoint, EngineUnavailable, Server
 from tickbench.engines.registry import adapter, adapter_class, availability, engine_infos
-from tickbench.engines.server import reachable_work_root, stop_leftovers
+from tickbench.engines.server import SHARED_TMP, reachable_work_root, stop_leftovers
 from tickbench.params import RunParams, params_for
 from tickbench.reference import answers_for
 from tickbench.results import DatasetInfo, Record, Results, RunSettings, V1Names, read_results
@@ -152,6 +153,20 @@ def preflight_endpoints(cfg: RunConfig, ds: Dataset, params: RunParams) -> None:
                 raise RunError(f"--engines {name}: {exc}") from None
 
 
+def check_protocol(repetitions: object, timeout_s: object, load_timeout_s: object, cell_budget_s: object,
+                   where: str = "") -> None:
+    """Refuse measurement settings a run cannot use, the same on the command line and in a
+    results file being resumed (``where`` names it): at least one repetition; every time
+    limit a finite number of seconds above zero (``nan`` or ``inf`` would make results.json
+    unreadable, or a cell unbounded)."""
+    if isinstance(repetitions, bool) or not isinstance(repetitions, int) or repetitions < 1:
+        raise RunError(f"{where}--repetitions {repetitions}: must be at least 1")
+    for flag, value in (("--timeout", timeout_s), ("--load-timeout", load_timeout_s),
+                        ("--cell-budget", cell_budget_s)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            raise RunError(f"{where}{flag} {value}: must be a finite, positive number of seconds")
+
+
 def settings_of(cfg: RunConfig) -> RunSettings:
     """What the results record of the run's configuration (what ``--resume`` reads back)."""
     p = cfg.protocol
@@ -197,6 +212,14 @@ def resume_config(out: Path, known: Mapping[str, RunnableSuite], redo: list[str]
     c = read_results(path, v1).config
     if c is None:
         raise RunError(f"--resume {out}: its results.json records no run configuration")
+    where = f"--resume {out}: its results.json records "
+    try:
+        check_engines(list(c.engines))
+    except RunError as exc:
+        raise RunError(where + str(exc)) from None
+    check_protocol(c.repetitions, c.timeout_s, c.load_timeout_s, c.cell_budget_s, where)
+    if isinstance(c.seed, bool) or not isinstance(c.seed, int) or not 0 <= c.seed < 2**63:
+        raise RunError(f"{where}--seed {c.seed}: must be an integer in [0, 2**63)")
     unknown = [e for e in redo or [] if e not in c.engines]
     if unknown:
         raise RunError(f"--redo {','.join(unknown)}: not an engine of the run in {out} "
@@ -213,11 +236,22 @@ def resume_config(out: Path, known: Mapping[str, RunnableSuite], redo: list[str]
                           cell_budget_s=c.cell_budget_s),
         resume=True,
         redo=list(redo or []),
-        options={s.name: s.options_from_json(c.options.get(s.name, {})) for s in suites},
+        options=_options_from_json(suites, c.options, where),
         # The user name is not recorded: it comes from the engine's usual variables (PGUSER …).
         endpoints={n: Endpoint.from_json(e) for n, e in c.endpoints.items()},
         v1=v1,
     )
+
+
+def _options_from_json(suites: Sequence[RunnableSuite], raw: Mapping[str, Any], where: str) -> dict[str, Options]:
+    """The suites' options as a results file records them, each checked as its flag is on the
+    command line (a refusal names the flag and ``where``)."""
+    if not isinstance(raw, Mapping) or not all(isinstance(v, Mapping) for v in raw.values()):
+        raise RunError(f"{where}options that are not a table of tables")
+    try:
+        return {s.name: s.options_from_json(dict(raw.get(s.name, {}))) for s in suites}
+    except ValueError as exc:  # OptionError, a ValueError, names the flag
+        raise RunError(where + str(exc)) from None
 
 
 class RunInterrupted(BaseException):
@@ -263,39 +297,52 @@ def stopping_on_signals() -> Iterator[None]:
 LOCK_FILE = ".tickbench-run.lock"  # in --out, held for the life of a run
 
 
+def check_out(out: Path, resume: bool) -> None:
+    """Refuse an ``--out`` a run must not write into: a file, or (for a new run) a directory
+    that holds something but no ``results.json`` (files tickbench did not make, which a run
+    would otherwise take for its own: a lock, a work root, a server's pid record)."""
+    if out.is_symlink() and not out.exists():
+        raise RunError(f"--out {out}: a symbolic link to nothing; choose a directory")
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out}: is a file, not a directory; choose a new or empty directory")
+    if resume or not out.is_dir() or (out / "results.json").exists():
+        return
+    try:
+        entries = sorted(p.name for p in out.iterdir())
+    except OSError as exc:
+        raise RunError(f"--out {out}: cannot be read ({exc.strerror}); choose a directory you can write") from None
+    if entries:
+        shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
+        raise RunError(f"--out {out}: not empty ({shown}) and holds no results.json; a run writes into a new or "
+                       "empty directory, or continues its own with --resume: choose another --out")
+
+
 @contextlib.contextmanager
 def locked(out: Path) -> Iterator[None]:
     """An exclusive lock on ``out`` for the life of a run: a second run into the same directory
-    (a second ``--resume``) is refused, naming the one that holds it. A disk too full to hold
-    even the lock ends the run before it starts, naming the disk."""
+    (a second ``--resume``) is refused, naming the one that holds it. The lock is a regular file
+    the run creates (never a link followed). A disk too full to hold even the lock, or one that
+    cannot be written, ends the run before it starts, naming it."""
     path = out / LOCK_FILE
+    held = contextlib.ExitStack()
     try:
         out.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        held.enter_context(exclusive(path, f"pid {os.getpid()}"))
+    except LockBusy as busy:
+        raise RunError(f"--out {out}: another tickbench run ({busy.holder}) is using it; wait for it to end, "
+                       "or choose another --out") from None
+    except LockRefused as exc:
+        raise RunError(f"--out {out}: {exc}") from None
     except OSError as exc:
-        if exc.errno != errno.ENOSPC:
-            raise
-        raise RunError(f"the disk under {out} is full ({free_bytes(out) / 1e9:.1f} GB free): {out} could not be "
-                       "made; free space there, or choose an --out on another disk") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = path.read_text().strip() or "another process"
-            raise RunError(f"--out {out}: another tickbench run ({holder}) is using it; wait for it to end, "
-                           "or choose another --out") from None
-        os.ftruncate(fd, 0)
-        try:  # who holds it, for a second run's message; the lock itself needs no byte on disk
-            os.write(fd, f"pid {os.getpid()}".encode())
-        except OSError as exc:
-            if exc.errno != errno.ENOSPC:
-                raise
-        try:
-            yield
-        finally:
-            path.unlink(missing_ok=True)  # while still held: nothing else can have it
-    finally:
-        os.close(fd)  # the lock goes with the descriptor
+        if exc.errno == errno.ENOSPC:
+            raise RunError(f"the disk under {out} is full ({free_bytes(out) / 1e9:.1f} GB free): {out} could not "
+                           "be made; free space there, or choose an --out on another disk") from None
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST):
+            raise RunError(f"--out {out}: cannot be written ({exc.strerror}); choose a directory you can "
+                           "write") from None
+        raise
+    with held:
+        yield
 
 
 def check_dataset_kind(cfg: RunConfig, ds: Dataset) -> None:
@@ -330,6 +377,7 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
         preflight_endpoints(cfg, ds, params)
         if cfg.resume and not (cfg.out / "results.json").is_file():
             raise RunError(f"--resume {cfg.out}: no results.json there; nothing to resume")
+        check_out(cfg.out, cfg.resume)
         with locked(cfg.out), stopping_on_signals():
             return _run(cfg, ds, params, progress)
 
@@ -352,12 +400,12 @@ def _run(cfg: RunConfig, ds: Dataset, params: RunParams, progress: Progress | No
                        f"or continue that run with `tickbench run --resume {cfg.out}`")
     else:
         results = _new_results(cfg, ds, params)
-    # Servers an earlier run of this directory started and could not stop (it was killed).
-    stop_leftovers(cfg.out / "work")
-    if (earlier := _recorded_work_root(cfg.out)) is not None:
-        stop_leftovers(earlier)
-        shutil.rmtree(earlier, ignore_errors=True)  # a killed run's; this run makes its own
-    work = _work_root(cfg)
+    if cfg.resume:  # what a killed run of this directory left: its servers, its working directories
+        for earlier in _earlier_work_roots(cfg.out, results.run_id):
+            stop_leftovers(earlier)
+            if earlier != cfg.out / "work":  # this run makes its own; --out/work it reuses
+                shutil.rmtree(earlier, ignore_errors=True)
+    work = _work_root(cfg, results.run_id)
     done_cells = {(r.engine, r.benchmark) for r in results.records}
     _write(results, results_path, work)
     protocol = cfg.protocol
@@ -450,31 +498,65 @@ def _run(cfg: RunConfig, ds: Dataset, params: RunParams, progress: Progress | No
 
 
 WORK_ROOT_FILE = ".work-root"  # in --out: where the engines' working directories are, when not in --out/work
+WORK_MARK = ".tickbench-run"  # in a work root: the id of the run that made it
 
 
-def _work_root(cfg: RunConfig) -> Path:
+def _work_root(cfg: RunConfig, run_id: str) -> Path:
     """The root of the engines' working directories: ``--out/work``, or, when a server engine of
     the run could not reach it (a private ``--out``), a directory of its own that it can
     (:func:`tickbench.engines.server.reachable_work_root`), recorded in ``--out`` so that a
-    resumed run finds what a killed one left there."""
+    resumed run finds what a killed one left there. Either is marked with the run's id: only a
+    root so marked is ever searched for leftover servers or removed by a later ``--resume``."""
     wanted = cfg.out / "work"
     servers = [n for n in cfg.engines if n not in cfg.endpoints and issubclass(adapter_class(n), Server)]
-    if not servers:
-        return wanted
-    root, note = reachable_work_root(wanted)
+    root, note = reachable_work_root(wanted) if servers else (wanted, "")
+    root.mkdir(parents=True, exist_ok=True)
+    (root / WORK_MARK).write_text(run_id + "\n")
     if root != wanted:
         (cfg.out / WORK_ROOT_FILE).write_text(str(root))
         print_note(note)
     return root
 
 
-def _recorded_work_root(out: Path) -> Path | None:
-    """The working-directory root an earlier run of ``out`` recorded, if it is one of tickbench's."""
+def _made_by(root: Path, run_id: str) -> bool:
+    """Whether ``root`` is a real directory (no link) that the run ``run_id`` made (its mark)."""
+    mark = root / WORK_MARK
     try:
-        root = Path((out / WORK_ROOT_FILE).read_text().strip())
+        return (not root.is_symlink() and root.is_dir() and not mark.is_symlink() and mark.is_file()
+                and mark.read_text().strip() == run_id)
     except OSError:
-        return None
-    return root if root.name.startswith("tickbench-work-") and root.is_dir() else None
+        return False
+
+
+def _earlier_work_roots(out: Path, run_id: str) -> list[Path]:
+    """The working-directory roots an earlier, killed run of ``out`` (run ``run_id``) made and
+    left: ``--out/work`` and the root its ``.work-root`` names, each only when it bears that
+    run's mark. Anything else there (a directory the run did not make, a link, a root outside
+    the machine's shared temporary directory) is refused, never searched, followed or removed."""
+    found: list[Path] = []
+    work = out / "work"
+    if work.is_symlink() or work.exists():
+        if not _made_by(work, run_id):
+            raise RunError(f"--resume {out}: {work} is not a working directory a run of {out} made (no mark of "
+                           f"run {run_id} in it{', a symbolic link' if work.is_symlink() else ''}); tickbench "
+                           "acts on nothing it did not make: remove it, then resume")
+        found.append(work)
+    record = out / WORK_ROOT_FILE
+    if record.is_symlink() or record.exists():
+        try:
+            text = record.read_text().strip() if not record.is_symlink() else ""
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        root = Path(text)
+        if root.is_symlink() or root.exists():
+            shared = Path(SHARED_TMP).resolve()
+            if not (text and root.is_absolute() and root.parent.resolve() == shared
+                    and root.name.startswith("tickbench-work-") and _made_by(root, run_id)):
+                raise RunError(f"--resume {out}: its {WORK_ROOT_FILE} names {shown(text, 400)}, not a working "
+                               f"directory a run of {out} made (one under {SHARED_TMP} marked with run {run_id}); "
+                               f"tickbench acts on nothing it did not make: remove {record}, then resume")
+            found.append(root)
+    return found
 
 
 def _remove_work_root(out: Path, work: Path) -> None:

@@ -36,6 +36,7 @@ handled by :meth:`~tickbench.run.cell.Worker.attempt`. The runner reads a suite 
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
+from tickbench.data.dataset import shown
 from tickbench.report.cells import Measure, cell_text, timing_measures
 from tickbench.report.widgets import AddChart, PageParts, Section, SuiteView
 from tickbench.results import Record
@@ -94,7 +96,31 @@ class Option:
         return value
 
     def from_json(self, raw: Any) -> Any:
-        return self.decode(raw) if self.decode is not None else raw
+        """The value a results file records, checked as the command line's is (a resumed run
+        reads it back): :class:`OptionError` naming the flag when it could not have been given."""
+        if self.kind == "text" and self.parse is not None:  # through its text form, and the same parse
+            return self.value(_text_form(raw))
+        numeric = (int,) if self.kind == "int" else (int, float)
+        if isinstance(raw, bool) or not isinstance(raw, numeric) or not math.isfinite(raw):
+            raise OptionError(f"{self.flag} {shown(raw)}: not {'an integer' if self.kind == 'int' else 'a number'}")
+        return self.value(self.decode(raw) if self.decode is not None else raw)
+
+
+def _text_form(raw: Any) -> str:
+    """A text option's value as results.json records it (a list of counts, rates (``null`` for
+    max), names, or ``[x, y]`` pairs) in the form its flag takes: ``1,2``, ``10000,max``, ``1x100``."""
+    items = raw if isinstance(raw, list | tuple) else [raw]
+
+    def one(x: Any) -> str:
+        if x is None:
+            return "max"
+        if isinstance(x, list | tuple) and len(x) == 2:
+            return f"{one(x[0])}x{one(x[1])}"
+        if isinstance(x, bool) or not isinstance(x, int | str):
+            return shown(x)
+        return str(x)
+
+    return ",".join(one(x) for x in items)
 
 
 class Suite(ABC):

@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -28,6 +29,7 @@ from tickbench.data.dataset import (
     Manifest,
     claim_stage,
     combine_hashes,
+    dataset_lock,
     remove_abandoned_stages,
 )
 from tickbench.data.derive import derive_params
@@ -106,7 +108,14 @@ def _check_out(out: Path) -> None:
         raise DatasetError(f"--out {out}: exists and is not an empty directory; choose a new one")
 
 
-def import_dataset(
+def import_dataset(fmt: str, paths: list[Path], out: Path, **options: Any) -> ImportResult:
+    """:func:`_import_dataset` holding ``out``'s lock (:func:`~tickbench.data.dataset.dataset_lock`):
+    a second import or a generation into the same place is refused, naming the first."""
+    with dataset_lock(Path(out), "importing"):
+        return _import_dataset(fmt, paths, out, **options)
+
+
+def _import_dataset(
     fmt: str,
     paths: list[Path],
     out: Path,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from html import escape
 
-from tickbench.report.widgets import chart_title, markdown_to_html
+from tickbench.report.widgets import chart_title, markdown_to_html, md_code, md_text
 from tickbench.results import Record
 from tickbench.suites.base import AddChart
 
@@ -23,14 +23,15 @@ def render_durability(records: list[Record]) -> list[str]:
            "recovery s | writes/s | write p99 |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         f = r.figures
-        setting = f.get("setting", r.benchmark.split("/", 1)[1]).replace("|", "\\|")
+        setting = md_text(f.get("setting", r.benchmark.split("/", 1)[1]))
         if r.status not in ("ok", "wrong") or "acknowledged" not in f:
-            out.append(f"| {r.engine} | {setting} | {_status(r)} |||||||||")
+            out.append(f"| {md_text(r.engine)} | {setting} | {md_text(_status(r))} |||||||||")
             continue
         lat = f["latency"]
         p99 = f"{lat['p99_us'] / 1e3:,.2f} ms" if lat.get("count") else "–"
         lost = f"**{f['lost']:,}**" if f["lost"] else "0"
-        out.append(f"| {r.engine} | {setting} | {'yes' if f['durable'] else 'no'} | {f['killed'].split(' (')[0]} | "
+        out.append(f"| {md_text(r.engine)} | {setting} | {'yes' if f['durable'] else 'no'} | "
+                   f"{md_text(f['killed'].split(' (')[0])} | "
                    f"{f['acknowledged']:,} | {lost} | {f['changed']:,} | {f['unacknowledged_present']:,} | "
                    f"{f['recovery_s']:.2f} | {f['throughput']:,.0f} | {p99} |")
     out += ["", "Each setting: writers stream one event per write; at a seeded point the engine's processes "
@@ -38,9 +39,9 @@ def render_durability(records: list[Record]) -> list[str]:
             "looked up. *Lost*: acknowledged, then missing; *recovery*: restart until the first answered query.", ""]
     for r in records:
         if r.figures.get("meaning"):
-            out.append(f"- {r.engine} `{r.figures['setting']}`: {r.figures['meaning']}")
+            out.append(f"- {md_text(r.engine)} {md_code(r.figures['setting'])}: {md_text(r.figures['meaning'])}")
     wrong = [r for r in records if r.status == "wrong"]
-    out += [f"- ✘ {r.engine} `{r.figures.get('setting', '')}`: {_status(r)}" for r in wrong]
+    out += [f"- ✘ {md_text(r.engine)} {md_code(r.figures.get('setting', ''))}: {md_text(_status(r))}" for r in wrong]
     return out
 
 

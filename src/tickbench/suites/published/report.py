@@ -35,6 +35,7 @@ from tickbench.report.widgets import (
     SuiteView,
     html_grid,
     markdown_grid,
+    md_fence,
     memory_text,
 )
 from tickbench.results import Record
@@ -312,9 +313,9 @@ def markdown(view: SuiteView) -> PageParts[list[str]]:
         appendix += ["## Native query text", ""]
         for r in queries:
             assert r.query is not None
-            appendix += [f"<details><summary>{r.engine} · {r.benchmark} · <code>{r.query.file}</code> · "
-                         f"sha256 {r.query.sha256[:16]}…</summary>", "", "```", r.query.text.rstrip(), "```", "",
-                         "</details>", ""]
+            appendix += [f"<details><summary>{escape(r.engine)} · {escape(r.benchmark)} · <code>{escape(r.query.file)}"
+                         f"</code> · sha256 {escape(r.query.sha256[:16])}…</summary>", "",
+                         *md_fence(r.query.text.rstrip()), "", "</details>", ""]
     return PageParts(results=out, reference=reference, appendix=appendix)
 
 

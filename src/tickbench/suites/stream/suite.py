@@ -29,19 +29,19 @@ def parse_rates(text: str) -> tuple[int | None, ...]:
         item = item.strip().lower()
         if item == "max":
             out.append(None)
-        elif item.isdigit() and int(item) > 0:
+        elif item.isascii() and item.isdigit() and int(item) > 0:  # "²" is a digit to isdigit(), not to int()
             out.append(int(item))
         else:
             raise OptionError(f"--stream-rates {text}: expected positive events/s or 'max', e.g. 10000,100000,max")
-    return tuple(out)
+    return tuple(dict.fromkeys(out))  # a rate given twice, once
 
 
 def parse_counts(text: str, option: str) -> tuple[int, ...]:
-    """``"1,2,4"`` → ``(1, 2, 4)``, every count positive."""
+    """``"1,2,4"`` → ``(1, 2, 4)``, every count positive; a count given twice (``1,01,1``) once."""
     items = [s.strip() for s in text.split(",")]
-    if not all(s.isdigit() and int(s) > 0 for s in items):
+    if not all(s.isascii() and s.isdigit() and int(s) > 0 for s in items):  # "²".isdigit() is True
         raise OptionError(f"{option} {text}: expected positive integers separated by commas, e.g. 1,2,4")
-    return tuple(int(s) for s in items)
+    return tuple(dict.fromkeys(int(s) for s in items))
 
 
 def parse_tables(text: str) -> tuple[str, ...]:

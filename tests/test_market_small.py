@@ -19,6 +19,7 @@ from tickbench.data.dataset import Dataset
 from tickbench.engines.registry import availability, engine_infos
 from tickbench.market_params import MarketParams, market_params, user_params
 from tickbench.results import Record, read_results
+from tickbench.run.session import WORK_MARK
 
 SCALE = "0.001"
 SEED = "7"
@@ -120,6 +121,7 @@ def _resume_finishes(out: Path, whole: dict[tuple[str, str], Record]) -> None:
     assert len(results.records) == 2
     results.write(out / "results.json")
     (out / "work" / "duckdb").mkdir(parents=True)
+    (out / "work" / WORK_MARK).write_text(results.run_id + "\n")  # the killed run's root bears its mark
     code, text = _cli("run", "--resume", out)
     assert code == 0 and "Traceback" not in text, text
     assert not (out / "work").exists()

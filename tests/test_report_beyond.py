@@ -194,7 +194,8 @@ def test_markdown_keeps_its_tables() -> None:
                _concurrency("duckdb", 2), _scaling("duckdb", "T-V1")]
     md = render_beyond(_results(records))
     assert "| duckdb | 2 | 500 | one per write | 1.000 ± 0.100 | 0.100 ± 0.000 | 1,000 |" in md
-    assert "| chdb | 2 | 500 | one per write | error: <b>not html</b> & \\| pipe |" in md  # a reason keeps the row
+    # a reason keeps the row, literal: no raw HTML, its pipe escaped (report.md as report.html)
+    assert "| chdb | 2 | 500 | one per write | error: \\<b>not html\\</b> & \\| pipe |" in md
     assert "| duckdb | 2 | threads | 141.4 |" in md
     assert ("| duckdb | T-V1 | 0.50 | 0.01 day: 5,000 → 7.07; 0.01 week: 40,000 → 20.00; "
             "0.02 day: 10,000 → 10.00 |") in md

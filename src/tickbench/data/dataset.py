@@ -980,13 +980,35 @@ def stopping_on_signals() -> Iterator[None]:
         _STOP.clear()
 
 
-def _kill_workers(before: set[int]) -> None:
+def _kill_workers(before: set[int]) -> list[int]:
     """Kill this process's children that were not there before its pool started (its workers;
-    never another pool's, nor an engine's)."""
+    never another pool's, nor an engine's); returns their pids."""
+    killed = []
     for child in psutil.Process().children():
         if child.pid not in before:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child.pid, signal.SIGKILL)
+                killed.append(child.pid)
+    return killed
+
+
+WORKERS_END_S = 30.0  # how long a failed generation waits for its killed workers to end
+
+
+def _await_ended(pids: list[int]) -> None:
+    """Return once every process in ``pids`` has ended (gone, or a zombie: its files closed), or
+    after :data:`WORKERS_END_S`: a SIGKILL lands later on a busy machine, and until it has, a
+    worker still holds the files of the directory the generation is removing. Never reaps (the
+    pool's own thread does)."""
+    deadline = time.monotonic() + WORKERS_END_S
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                    break
+            except psutil.NoSuchProcess:
+                break
+            time.sleep(0.01)
 
 
 def _worker_dies_with(parent: int | None) -> None:
@@ -1018,8 +1040,9 @@ def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
         if _STOP:
             raise GenerationStopped(_STOP[0])
     except BaseException as exc:
-        _kill_workers(before)
+        killed = _kill_workers(before)
         pool.shutdown(wait=False, cancel_futures=True)
+        _await_ended(killed)
         if _STOP and not isinstance(exc, GenerationStopped):  # the pool broke because we killed it
             raise GenerationStopped(_STOP[0]) from None
         raise

@@ -511,7 +511,15 @@ def _work_root(cfg: RunConfig, run_id: str) -> Path:
     servers = [n for n in cfg.engines if n not in cfg.endpoints and issubclass(adapter_class(n), Server)]
     root, note = reachable_work_root(wanted) if servers else (wanted, "")
     root.mkdir(parents=True, exist_ok=True)
-    (root / WORK_MARK).write_text(run_id + "\n")
+    try:
+        (root / WORK_MARK).write_text(run_id + "\n")
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        shutil.rmtree(root, ignore_errors=True)  # made (or marked, on --resume) by this run alone
+        raise RunError(f"the disk under {cfg.out} is full ({free_bytes(cfg.out) / 1e9:.1f} GB free): the run's "
+                       f"working directory {root} could not be marked; free space there, then "
+                       f"`tickbench run --resume {cfg.out}`") from None
     if root != wanted:
         (cfg.out / WORK_ROOT_FILE).write_text(str(root))
         print_note(note)

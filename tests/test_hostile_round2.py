@@ -26,13 +26,13 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 from markdown_it import MarkdownIt
 
 from tests.conftest import MARKET_TINY_HASH, TINY_HASH
 from tests.test_hostile_data import Guard, _state
+from tests.test_hostile_import import _tardis_trades
 from tests.test_hostile_run import _alive, _records, small_tmpfs
 
 pytestmark = pytest.mark.slow
@@ -303,15 +303,6 @@ def test_the_checks_change_no_content_hash(tiny: object, market_tiny: object) ->
 # ---- item 12: a lock for import and generate ---------------------------------------------------
 
 
-def _big_trades_csv(path: Path, n: int = 2_000_000) -> Path:
-    ts = T0_US + np.arange(n, dtype=np.int64) * 1000
-    pacsv.write_csv(pa.table({"exchange": ["coinbase"] * n, "symbol": ["BTC-USD"] * n, "timestamp": ts,
-                              "local_timestamp": ts, "id": np.arange(1, n + 1), "side": ["buy"] * n,
-                              "price": np.full(n, 20_000.5), "amount": np.full(n, 0.25)}),
-                    path, pacsv.WriteOptions(quoting_style="none"))
-    return path
-
-
 def _wait_for_file(path: Path, proc: subprocess.Popen[str], timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
@@ -323,7 +314,7 @@ def _wait_for_file(path: Path, proc: subprocess.Popen[str], timeout: float = 120
 def test_concurrent_imports_into_one_place_are_one_line_each(tmp_path: Path) -> None:
     """Three imports into one --out once ended in ``OSError: Directory not empty`` tracebacks:
     now the first imports, the others are refused naming it."""
-    src = _big_trades_csv(tmp_path / "big.csv")
+    src = _tardis_trades(tmp_path / "big.csv", 2_000_000)
     out = tmp_path / "ds"
     argv = [sys.executable, "-m", "tickbench.cli", "import", "tardis", str(src), "--out", str(out),
             "--memory-limit", "16"]

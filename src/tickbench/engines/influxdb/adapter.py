@@ -44,7 +44,7 @@ from tickbench.engines.influxdb.results import (
     to_table,
 )
 from tickbench.engines.influxdb.writer import Session
-from tickbench.suites.published import BY_ID
+from tickbench.paper_spec import BY_ID
 
 PARAM = re.compile(r"\$([a-z_0-9]+)")
 

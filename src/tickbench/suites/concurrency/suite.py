@@ -10,13 +10,12 @@ from pydantic import BaseModel, ConfigDict
 
 from tickbench import latency, verify
 from tickbench.engines.base import Server, SharedReaders
+from tickbench.paper_spec import QUERY_IDS
 from tickbench.results import Record
 from tickbench.run.cell import CellContext, Worker
-from tickbench.suites.base import Option, Options, Suite, WorkerOp
+from tickbench.suites.base import Option, Options, Suite, WorkerOp, parse_counts
 from tickbench.suites.concurrency import report as report_module
 from tickbench.suites.concurrency.ops import mix_op
-from tickbench.suites.published import QUERY_IDS
-from tickbench.suites.stream.suite import parse_counts
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine

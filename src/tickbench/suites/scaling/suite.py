@@ -13,11 +13,11 @@ from pydantic import BaseModel, ConfigDict
 
 from tickbench import reference, verify
 from tickbench.data.dataset import Dataset, DatasetError, generate
+from tickbench.paper_spec import QUERY_IDS
 from tickbench.params import QueryParams, span_params
 from tickbench.results import Record, Stats
 from tickbench.run.cell import CellContext, EngineError, Worker
 from tickbench.suites.base import Option, Options, Suite, WorkerOp
-from tickbench.suites.published import QUERY_IDS
 from tickbench.suites.scaling import report as report_module
 from tickbench.suites.scaling.ops import params_op
 

@@ -30,6 +30,12 @@ from tickbench.market_params import MarketParams
 # No bloom filter on sym: the row groups are already pruned by sym's min/max (the files are sorted
 # by it); a bloom filter answers per row group only, never per page.
 MARKET_PAGE_ROWS = 2_048
+# A join collects its build side whole (CollectLeft) instead of hash-partitioning both sides: the
+# build sides of the market queries are small (M-LAST's pairs, the probes of M-SNAP, M-ASOF, …),
+# and a collected build side pushes its bounds to the probe's scan as a plain dynamic filter that
+# prunes files and row groups by their statistics; a partitioned join's filter is a CASE on the
+# key's hash per partition, which no statistics can prune (M-LAST opened all 20 days for one).
+MARKET_SETTINGS = {"datafusion.optimizer.repartition_joins": "false"}
 # Each day's order: the instrument, then time, then the ties' order of SPEC §2.3.
 ORDER = {"quotes": ("sym", "ts", "exchange", "seq"), "trades": ("sym", "ts", "exchange", "trade_id"),
          "instruments": ("sym",)}

@@ -4,8 +4,9 @@ The store follows the paper path's idiom (``adapter.py``) in a directory of its 
 ``<workdir>/market``: ``quotes/day=<date>/part-0.parquet`` and ``trades/…``, one file per
 (table, UTC day) sorted by (sym, ts, then the ties' order), written by DataFusion with the
 paper store's writer options and fsynced, plus ``instruments/part-0.parquet``; each table a
-listing table with that sort order declared. A query of a day opens that day's file only (its
-min/max statistics on ts), and inside it the row groups and pages of its instruments only.
+listing table with that sort order declared and its strings read as ``Utf8View``. A query of a
+day opens that day's file only (its min/max statistics on ts), and inside it the row groups and
+pages of its instruments only.
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ def _sorted(table: str) -> list[SortExpr]:
     return [col(name).sort(ascending=True, nulls_first=False) for name in ORDER[table]]
 
 
+def _views(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with its strings read as ``Utf8View`` (DataFusion's own choice when it infers a
+    Parquet schema, ``schema_force_view_types``): grouping and comparing views skips copying each
+    string out of the page (M-LAST's pairs of the month: 285 -> 90 ms at 5.12 M quotes)."""
+    return pa.schema([f.with_type(pa.string_view()) if f.type == pa.string() else f for f in schema])
+
+
 def register_market(ctx: SessionContext, store: Path) -> None:
     """The market tables of ``store`` as listing tables (``day`` is the Hive partition column of
     quotes and trades), their order declared as the whole table's: day, then each file's own.
@@ -57,7 +65,7 @@ def register_market(ctx: SessionContext, store: Path) -> None:
         order = [col("day").sort(ascending=True, nulls_first=False)] if daily else []
         ctx.register_listing_table(table, f"{store / table}/", file_extension=".parquet",
                                    table_partition_cols=[("day", pa.string())] if daily else [],
-                                   schema=MARKET_SCHEMAS[table], file_sort_order=[order + _sorted(table)])
+                                   schema=_views(MARKET_SCHEMAS[table]), file_sort_order=[order + _sorted(table)])
 
 
 def write_sorted(source: DataFrame, table: str, dest: Path) -> None:

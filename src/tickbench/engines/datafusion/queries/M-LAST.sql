@@ -1,8 +1,4 @@
--- The latest quote per (sym, exchange) over M, by (ts, seq) (SPEC §2.3). Why this shape: it is
--- on the last day the pair quotes in M, so the month's sym and exchange (dictionary pages, no ts)
--- give each pair's last day, and a join on (day, sym, exchange) reads that day's file only: its
--- collected build side prunes the other days' files by statistics (MARKET_SETTINGS, market.py).
--- M's bounds are whole UTC days and `day` is each quote's UTC date, so the day range is M's.
+-- Why: a pair's latest quote is on its last day in M, found from sym/exchange alone; the join reads that day only.
 WITH pairs AS (
   SELECT sym, exchange, max(day) AS day FROM quotes
   WHERE day >= CAST(CAST($m_start AS DATE) AS VARCHAR) AND day < CAST(CAST($m_end AS DATE) AS VARCHAR)

@@ -21,7 +21,7 @@ from datafusion.dataframe import DataFrameWriteOptions
 from tickbench.data.dataset import MARKET
 from tickbench.data.schema import SCHEMAS, TABLES
 from tickbench.engines.base import BulkLoad, Engine, LoadFigures, SharedReaders, Storage, storage_figures
-from tickbench.engines.datafusion.market import DataFusionMarket, register_market
+from tickbench.engines.datafusion.market import MARKET_SETTINGS, DataFusionMarket, register_market
 from tickbench.engines.datafusion.store import (
     DURABILITY,
     PART_FILE,
@@ -110,10 +110,11 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
     def _open(self) -> SessionContext:
         """A session with the store's tables registered (a listing table lists its files when
         it is registered, and the session's runtime caches that listing)."""
-        ctx = session()
         if self.dataset.kind == MARKET:
+            ctx = session(MARKET_SETTINGS)
             register_market(ctx, self.market_store)  # the market suite's tables (market.py)
         else:
+            ctx = session()
             register_store(ctx, self.store)
         return ctx
 
@@ -232,8 +233,9 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
 
     def settings(self) -> dict[str, Any]:
         ctx = self._ctx()
-        keys = [*READ_SETTINGS, "datafusion.execution.target_partitions", "datafusion.execution.batch_size",
-                "datafusion.runtime.memory_limit", "datafusion.runtime.metadata_cache_limit"]
+        keys = [*READ_SETTINGS, *MARKET_SETTINGS, "datafusion.execution.target_partitions",
+                "datafusion.execution.batch_size", "datafusion.runtime.memory_limit",
+                "datafusion.runtime.metadata_cache_limit"]
         rows = ctx.sql("SELECT name, value FROM information_schema.df_settings").to_pylist()
         out: dict[str, Any] = {r["name"]: r["value"] for r in rows if r["name"] in keys}
         out["sort_key"] = f"({', '.join(SORT_KEY)})"

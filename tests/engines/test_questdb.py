@@ -451,23 +451,3 @@ def test_both_datasets_load_w_and_query_under_the_same_commit_modes(
             if own != workdir:
                 shutil.rmtree(own, ignore_errors=True)
     assert seen["market"] == seen["paper"], seen
-
-
-def test_compact_sends_each_query_files_statement_alone() -> None:
-    """Each query file is sent as one line without its comments, whitespace runs made one space
-    before binding (a bound literal keeps its own); a comment after code on a line is refused."""
-    from tickbench.engines.questdb import adapter as questdb_adapter
-    from tickbench.engines.questdb.schema import bind, compact
-
-    files = sorted((Path(questdb_adapter.__file__).parent / "queries").glob("*.sql"))
-    assert len(files) > 20
-    for path in files:
-        text = path.read_text()
-        out = compact(text)
-        code = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("--")]
-        assert "--" not in out and "\n" not in out and "  " not in out, path.name
-        assert out.split() == " ".join(code).split(), path.name  # the same tokens, in order
-    assert bind(compact("SELECT *\n  -- why\nFROM t WHERE s = $s"), {"s": "a  b\n--c"}) == \
-        "SELECT * FROM t WHERE s = 'a  b\n--c'"
-    with pytest.raises(ValueError, match="line of its own"):
-        compact("SELECT 1 -- one")

@@ -36,8 +36,8 @@ from tickbench.engines.questdb.ingest import QuestDBIngest
 from tickbench.engines.questdb.load import QuestDBLoad
 from tickbench.engines.questdb.market import QuestDBMarket
 from tickbench.engines.questdb.market_ingest import QuestDBMarketIngest
-from tickbench.engines.questdb.schema import bind, compact
-from tickbench.engines.questdb.server import PARQUET_ANSWERS, exec_url, json_answer, json_table
+from tickbench.engines.questdb.schema import bind
+from tickbench.engines.questdb.server import PARQUET_ANSWERS, json_answer, json_table
 
 # External endpoints: a table name the query files read (after FROM), to be prefixed.
 FROM_TABLE = re.compile(r"\b(FROM\s+\(?\s*)(trades|book)\b")
@@ -67,14 +67,10 @@ class Adapter(QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket, QuestDBMark
         self.last_exported = False
         #: The µs timestamp of the last export log row :meth:`query_server_ns` read.
         self.export_log_mark = 0
-        #: Each query's ``/exec`` URL as last sent, with the parameters it was bound to: a
-        #: repetition sends the same request (as a client that prepares its statement once).
-        self.exec_urls: dict[str, tuple[object, str, str]] = {}
 
     def _query_sql(self, qid: str) -> str:
-        """Query ``qid`` as sent: the file's statement (:func:`compact`), tables prefixed on an
-        endpoint, parameters written in."""
-        text = compact(self.query_text(qid))
+        """Query ``qid`` as sent: the file's text, tables prefixed on an endpoint, parameters written in."""
+        text = self.query_text(qid)
         if self.endpoint is not None:  # tickbench's prefixed tables on the user's server
             text = FROM_TABLE.sub(lambda m: m.group(1) + self.table(m.group(2)), text)
         return bind(text, self.query_bindings())
@@ -85,16 +81,12 @@ class Adapter(QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket, QuestDBMark
         :meth:`~tickbench.engines.questdb.server.QuestDBServer._answer`)."""
         if self.query_conns is None:
             raise RuntimeError("QuestDB is not started")
+        sql = self._query_sql(qid)
         self.last_server_ns = None
         self.last_exported = qid in PARQUET_ANSWERS
         if self.last_exported:
-            return self._export(self._query_sql(qid), pool=self.query_conns)
-        bound, sql, url = self.exec_urls.get(qid, (None, "", ""))
-        if bound is not self.params:  # bound to other parameters (or never): bound and encoded anew
-            sql = self._query_sql(qid)
-            url = exec_url(sql, timings=True)
-            self.exec_urls[qid] = (self.params, sql, url)
-        answer = self._answer(sql, self.query_conns, timings=True, url=url)
+            return self._export(sql, pool=self.query_conns)
+        answer = self._answer(sql, self.query_conns, timings=True)
         timings = answer.get("timings") or {}
         if "execute" in timings:  # its clock starts before compilation: timings.compiler is inside it
             self.last_server_ns = int(timings["execute"])

@@ -36,7 +36,7 @@ import pyarrow as pa
 from tickbench.engines.base import EngineUnavailable, MarketCounter, MarketIngest, MarketReader, StreamTarget
 from tickbench.engines.questdb.ingest import ILP_REQUEST_TIMEOUT_MS
 from tickbench.engines.questdb.market import MARKET_SYMBOLS, MARKET_TABLES, market_bindings
-from tickbench.engines.questdb.schema import bind, compact
+from tickbench.engines.questdb.schema import bind
 from tickbench.engines.questdb.server import LOOPBACK, READER_IDLE_S, json_table
 from tickbench.engines.questdb.writer import IlpTarget
 from tickbench.engines.server import ReaderPool
@@ -189,7 +189,7 @@ class _Reader(MarketReader):
     def run_query(self, qid: str, params: RunParams) -> pa.Table:
         if not isinstance(params, MarketParams):
             raise TypeError("a market ingest reader runs market queries on a user's market parameters")
-        sql = bind(store_sql(compact(self.engine.query_text(qid)), self.names), market_bindings(params))
+        sql = bind(store_sql(self.engine.query_text(qid), self.names), market_bindings(params))
         return json_table(self.engine._answer(sql, self.pool))
 
     def close(self) -> None:

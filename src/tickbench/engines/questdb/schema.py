@@ -67,18 +67,6 @@ def _literal(value: Any, name: str) -> str:
     raise TypeError(f"${name}: no QuestDB literal for {type(value).__name__}")
 
 
-def compact(text: str) -> str:
-    """A query file's statement as sent: its comment lines left out and each run of whitespace
-    one space (before :func:`bind`, so a bound literal keeps its own). A GET carries the whole
-    text in its URL, which the client encodes and QuestDB decodes outside its own timings;
-    M-SNAP's ten unrolled probes are 17 % shorter so. A ``--`` after code on a line would
-    comment out the rest once the lines are joined: refused."""
-    lines = [line for line in text.splitlines() if not line.lstrip().startswith("--")]
-    if any("--" in line for line in lines):
-        raise ValueError("a query file's comment must be a line of its own (-- after code on a line)")
-    return " ".join(" ".join(lines).split())
-
-
 def bind(sql: str, bindings: dict[str, Any]) -> str:
     """Substitute each ``$name`` in a query file with the SQL literal of ``bindings[name]``.
 

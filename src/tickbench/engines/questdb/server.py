@@ -270,14 +270,10 @@ class QuestDBServer(ServerEngine):
             pool = self.readers
             if pool is None:
                 raise RuntimeError("the ingest store is not open")
-        return self._get_url(path + "?" + urllib.parse.urlencode(query), pool)
-
-    def _get_url(self, url: str, pool: ReaderPool[http.client.HTTPConnection] | None) -> tuple[int, bytes]:
-        """GET ``url`` (path and encoded query) as :meth:`_get` does."""
         conn = pool.get() if pool is not None else self._conn()
         reuse = False
         try:
-            conn.request("GET", url, headers=self.http_auth())
+            conn.request("GET", path + "?" + urllib.parse.urlencode(query), headers=self.http_auth())
             resp = conn.getresponse()
             body = resp.read()
             reuse = pool is not None and resp.status == 200 and not resp.will_close
@@ -298,13 +294,12 @@ class QuestDBServer(ServerEngine):
             raise RuntimeError(f"QuestDB: {answer.get('error', body[:500])} in: {sql[:200]}")
         return answer
 
-    def _answer(self, sql: str, pool: ReaderPool[http.client.HTTPConnection], timings: bool = False,
-                url: str | None = None) -> dict[str, Any]:
+    def _answer(self, sql: str, pool: ReaderPool[http.client.HTTPConnection], timings: bool = False) -> dict[str, Any]:
         """A query's answer from ``/exec`` on this thread's connection of ``pool`` (``timings``:
         with QuestDB's own timings), parsed by orjson: the standard library's parser took most
-        of the client's time on answers of thousands of rows. ``url``: the request already
-        encoded (:func:`exec_url` of ``sql``). Raise on an error."""
-        status, body = self._get_url(url or exec_url(sql, timings), pool)
+        of the client's time on answers of thousands of rows. Raise on an error."""
+        query = {"query": sql, "timings": "true"} if timings else {"query": sql}
+        status, body = self._get("/exec", query, pool=pool)
         answer: dict[str, Any] = orjson.loads(body)
         if status != 200 or "error" in answer:
             raise RuntimeError(f"QuestDB: {answer.get('error', body[:500])} in: {sql[:200]}")
@@ -396,12 +391,6 @@ class QuestDBServer(ServerEngine):
                  "once the load's rows are applied)")
         return {"version": VERSION, "jvm_heap": HEAP, "wal": True, "load": "ILP over HTTP (protocol 2)",
                 "commit_modes": modes, **results, **params}
-
-
-def exec_url(sql: str, timings: bool = False) -> str:
-    """``/exec``'s URL for ``sql`` (``timings``: with QuestDB's own timings in the answer)."""
-    query = {"query": sql, "timings": "true"} if timings else {"query": sql}
-    return "/exec?" + urllib.parse.urlencode(query)
 
 
 def json_answer(table: pa.Table) -> bytes:

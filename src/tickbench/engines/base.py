@@ -649,6 +649,10 @@ class Market(ABC):
 class MarketBulkLoad(ABC):
     """Capability: M-W, the bulk load of a market dataset's day D (quotes and trades)."""
 
+    def market_bulk_prepare(self) -> None:  # noqa: B027 - optional: most engines load as they query
+        """Before each M-W load's clock starts, as :meth:`BulkLoad.bulk_prepare` before W's (an
+        engine with both gives M-W the setting it gives W). The default changes nothing."""
+
     @abstractmethod
     def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """Load day D's quotes and trades from ``fmt`` ("csv": ``dataset.csv_file(table)``, or

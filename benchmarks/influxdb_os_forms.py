@@ -24,10 +24,10 @@ from pathlib import Path
 import polars as pl
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper.params import query_params
+from tickbench.datasets.paper.reference import answer
 from tickbench.engines.influxdb.adapter import Adapter
 from tickbench.engines.influxdb.server import DB
-from tickbench.params import query_params
-from tickbench.reference import answer
 from tickbench.run.visibility import wait_settled, wait_visible
 from tickbench.verify import compare, normalize
 

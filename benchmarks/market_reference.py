@@ -16,8 +16,8 @@ import time
 CHILD = """
 import json, resource, sys, time
 from tickbench.data.dataset import Dataset
-from tickbench.market_params import market_params
-from tickbench.market_reference import answer
+from tickbench.datasets.market.params import market_params
+from tickbench.datasets.market.reference import answer
 ds = Dataset.open(sys.argv[1])
 p = market_params(ds, int(sys.argv[3]))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -30,7 +30,7 @@ print(json.dumps({"seconds": seconds, "rows": out.height, "peak_kib": peak, "bef
 
 
 def main() -> None:
-    from tickbench.market_reference import QUERIES
+    from tickbench.datasets.market.reference import QUERIES
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--data", required=True)

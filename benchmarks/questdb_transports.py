@@ -47,12 +47,13 @@ import psycopg
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from tickbench import reference, verify
+from tickbench import verify
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper import reference
+from tickbench.datasets.paper.params import query_params
 from tickbench.engines.questdb.adapter import Adapter
 from tickbench.engines.questdb.server import JSON_TYPES, json_table
 from tickbench.engines.registry import adapter
-from tickbench.params import query_params
 from tickbench.run.visibility import wait_visible
 from tickbench.suites.published import QUERIES
 

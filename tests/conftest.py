@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 from tickbench.data.dataset import Dataset, generate
-from tickbench.market_params import MarketParams, market_params
-from tickbench.params import QueryParams, query_params
+from tickbench.datasets.market.params import MarketParams, market_params
+from tickbench.datasets.paper.params import QueryParams, query_params
 from tickbench.results import Results
 
 TINY_SCALE = 0.01

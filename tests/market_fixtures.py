@@ -12,7 +12,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tickbench.data import market_calendar as mc
 from tickbench.data.dataset import (
     INSTRUMENTS_PATH,
     MANIFEST,
@@ -22,7 +21,8 @@ from tickbench.data.dataset import (
     combine_hashes,
     hash_table,
 )
-from tickbench.data.schema import MARKET_SCHEMAS
+from tickbench.datasets.market import calendar as mc
+from tickbench.datasets.market.schema import MARKET_SCHEMAS
 
 D = mc.d_day().isoformat()
 

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from tests.conftest import TINY_HASH
 from tickbench.cli import app
-from tickbench.data import calendar as cal
 from tickbench.data.dataset import DatasetError, _gen_task
+from tickbench.datasets.paper import calendar as cal
 
 runner = CliRunner()
 

@@ -46,10 +46,10 @@ from tickbench.data.dataset import (
     file_name,
     partition_path,
 )
-from tickbench.data.validate import hash_parquet
+from tickbench.datasets.paper.params import query_params
+from tickbench.datasets.paper.reference import REFERENCES
+from tickbench.datasets.paper.validate import hash_parquet
 from tickbench.engines.registry import availability, engine_infos
-from tickbench.params import query_params
-from tickbench.reference import REFERENCES
 from tickbench.results import read_results
 from tickbench.suites.published import QUERIES
 

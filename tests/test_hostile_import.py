@@ -34,9 +34,9 @@ from tests.taq_spec import TRADE_FIELDS, Day, write_day
 from tests.test_hostile_data import Guard, Outcome, _cli
 from tests.test_hostile_run import small_tmpfs
 from tickbench.data.dataset import STAGE_OWNER, Dataset
-from tickbench.data.validate import validate
+from tickbench.datasets.market.reference import REFERENCES
+from tickbench.datasets.paper.validate import validate
 from tickbench.engines.registry import adapter_class, availability, engine_infos
-from tickbench.market_reference import REFERENCES
 
 DAYS = ["2024-01-02", "2024-01-03", "2024-01-04"]
 T0_US = 1_704_205_800_000_000  # 2024-01-02 14:30:00 UTC

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from tickbench.cli import app
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market.params import MarketParams, market_params, user_params
 from tickbench.engines.registry import availability, engine_infos
-from tickbench.market_params import MarketParams, market_params, user_params
 from tickbench.results import Record, read_results
 from tickbench.run.session import WORK_MARK
 

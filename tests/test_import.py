@@ -18,9 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tickbench.cli import app
-from tickbench.data import validate as v
 from tickbench.data.dataset import Dataset, DatasetError, combine_hashes
 from tickbench.data.importers import ImportFailure, import_dataset
+from tickbench.datasets.paper import validate as v
 
 FIX = Path(__file__).parent / "fixtures"
 TARDIS = FIX / "tardis"

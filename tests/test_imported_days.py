@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from tickbench.cli import app
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper.params import QueryParams, query_params
 from tickbench.engines.registry import availability, engine_infos
-from tickbench.params import QueryParams, query_params
 from tickbench.results import read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.session import run

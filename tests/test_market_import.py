@@ -16,11 +16,11 @@ import pytest
 from tests.market_import_fixtures import write_taq, write_tardis
 from tickbench.data.dataset import MARKET, Dataset, DatasetError
 from tickbench.data.importers import ImportFailure, import_dataset
-from tickbench.data.market_validate import TRADE_WITHOUT_QUOTES, VENUE_CROSSED
-from tickbench.data.validate import validate
+from tickbench.datasets.market.params import market_params
+from tickbench.datasets.market.reference import REFERENCES, answer
+from tickbench.datasets.market.validate import TRADE_WITHOUT_QUOTES, VENUE_CROSSED
+from tickbench.datasets.paper.validate import validate
 from tickbench.engines.registry import availability
-from tickbench.market_params import market_params
-from tickbench.market_reference import REFERENCES, answer
 
 DAYS = ["2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05", "2024-01-08"]
 

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from tests.market_fixtures import D, at, write_market
 from tickbench.cli import app
-from tickbench.data import market_validate as mv
-from tickbench.data import validate as v
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market import validate as mv
+from tickbench.datasets.paper import validate as v
 
 FIRST = "2024-01-02"
 

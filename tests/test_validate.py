@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tickbench.cli import app
-from tickbench.data import validate as v
 from tickbench.data.importers import import_dataset
+from tickbench.datasets.paper import validate as v
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tardis"
 SNAPSHOTS = FIXTURES / "coinbase_book_snapshot_25_2022-06-18_BTC-USD.csv"

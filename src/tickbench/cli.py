@@ -37,7 +37,7 @@ from tickbench.data.dataset import (
     check_seed,
     generate,
 )
-from tickbench.data.market_calendar import DEFAULT_UNIVERSE
+from tickbench.datasets.market.calendar import DEFAULT_UNIVERSE
 from tickbench.engines.base import Engine, EngineUnavailable, kind_of
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.report import compare, html, markdown, site
@@ -463,7 +463,7 @@ def validate_cmd(
 ) -> None:
     """Check a dataset against SPEC §1's invariants (§1.3's for a market dataset); exit 1 when a row
     breaks one, 2 when unreadable."""
-    from tickbench.data.validate import validate
+    from tickbench.datasets.paper.validate import validate
 
     try:
         with console.status(f"validating {directory}…"):

@@ -61,14 +61,15 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from tickbench import __version__
-from tickbench.data import calendar as cal
-from tickbench.data import market_calendar as mc
 from tickbench.data.cluster import ClusterError, check_address, cluster_map
 from tickbench.data.derive import derive_params
-from tickbench.data.generator import generate_partition
 from tickbench.data.locks import LockBusy, LockRefused, exclusive
-from tickbench.data.market import generate_block
-from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES, SCHEMAS, TABLES
+from tickbench.datasets.market import calendar as mc
+from tickbench.datasets.market.generator import generate_block
+from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.datasets.paper import calendar as cal
+from tickbench.datasets.paper.generator import generate_partition
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1

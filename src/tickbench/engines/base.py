@@ -72,7 +72,7 @@ from typing import Any, ClassVar, TypeVar
 import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
-from tickbench.params import RunParams
+from tickbench.datasets.paper.params import RunParams
 
 ENGINES_DIR = Path(__file__).parent
 #: Further packages of engine folders, comma-separated importable package names (engines kept
@@ -573,7 +573,7 @@ class Market(ABC):
     "market"``): :meth:`load_market` creates the market schema in the engine's own idiom
     (instruments, quotes and trades: types, sort keys, partitioning, compression) and loads the
     dataset's 20 days; ``run_query`` runs ``queries/M-*.<ext>`` bound to the market parameters
-    (:meth:`tickbench.market_params.MarketParams.bindings`). An M- query the engine cannot answer
+    (:meth:`tickbench.datasets.market.params.MarketParams.bindings`). An M- query the engine cannot answer
     is declared in ``engine.toml``'s ``[unsupported]`` with the reason. The market suite calls
     these instead of :meth:`Engine.load`; an engine keeps its market code in a module of its own.
 
@@ -622,7 +622,7 @@ class MarketReader(ABC):
     @abstractmethod
     def run_query(self, qid: str, params: RunParams) -> pa.Table:
         """Run the native query ``qid`` (``queries/<qid>.<ext>``) bound to ``params`` (a user's
-        :class:`~tickbench.market_params.MarketParams`) over the rows visible now; the whole result."""
+        :class:`~tickbench.datasets.market.params.MarketParams`) over the rows visible now; the whole result."""
 
     def close(self) -> None:  # noqa: B027 - optional: most readers have nothing to release
         """Release the connection or cursor."""

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from tickbench.data.dataset import Dataset, DatasetError
+from tickbench.datasets.paper.params import RunParams
+from tickbench.datasets.paper.reference import Answers
 from tickbench.engines.base import Engine, EngineInfo
-from tickbench.params import RunParams
-from tickbench.reference import Answers
 from tickbench.results import Record
 from tickbench.run.engine_process import (
     CellTimeout,

@@ -36,10 +36,10 @@ from typing import Any
 import psutil
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper.params import RunParams, params_from_dict
 from tickbench.engines.base import Engine, EngineTime, open_shared
 from tickbench.engines.registry import adapter_class, engine_infos
 from tickbench.engines.server import kill_tree, server_leaders
-from tickbench.params import RunParams, params_from_dict
 from tickbench.run.faults import faults, with_faults
 from tickbench.run.memory import BUDGET_ENV, GIB, PeakMemory, budget_bytes, tree_rss
 from tickbench.run.memory import KIND as MEMORY_KIND

@@ -25,11 +25,11 @@ from typing import Any
 
 from tickbench.data.dataset import Dataset, shown
 from tickbench.data.locks import LockBusy, LockRefused, exclusive
+from tickbench.datasets.paper.params import RunParams, params_for
+from tickbench.datasets.paper.reference import answers_for
 from tickbench.engines.base import ENDPOINTS_ENV, Endpoint, EngineUnavailable, Server
 from tickbench.engines.registry import adapter, adapter_class, availability, engine_infos
 from tickbench.engines.server import SHARED_TMP, reachable_work_root, stop_leftovers
-from tickbench.params import RunParams, params_for
-from tickbench.reference import answers_for
 from tickbench.results import DatasetInfo, Record, Results, RunSettings, V1Names, read_results
 from tickbench.run import engine_process, environment
 from tickbench.run.cell import CellContext, Options, PhaseClock, Protocol, RunnableSuite, free_bytes

@@ -33,7 +33,8 @@ import pyarrow.parquet as pq
 from arcticdb.version_store.library import Library
 
 from tickbench.data.dataset import MARKET, Dataset, empty_frame
-from tickbench.data.schema import SCHEMAS
+from tickbench.datasets.paper.params import QueryParams
+from tickbench.datasets.paper.schema import SCHEMAS
 from tickbench.engines.arcticdb.ingest import PRUNE, FramesTarget, IngestStore, Writer
 from tickbench.engines.arcticdb.layout import LIBRARY, SORT_KEYS, TABLES, VENUES, Store, symbol_name
 from tickbench.engines.arcticdb.market import ArcticMarket
@@ -58,7 +59,6 @@ from tickbench.engines.base import (
     Storage,
     StreamTarget,
 )
-from tickbench.params import QueryParams
 
 QueryFn = Callable[[Store, dict[str, Any]], pl.DataFrame]
 

@@ -50,7 +50,8 @@ from arcticdb import DataError, QueryBuilder, ReadRequest
 from arcticdb.version_store.library import Library
 
 from tickbench.data.dataset import MARKET, Dataset
-from tickbench.data.schema import MARKET_SCHEMAS
+from tickbench.datasets.market.schema import MARKET_SCHEMAS
+from tickbench.datasets.paper.params import RunParams
 from tickbench.engines.arcticdb.ingest import FramesTarget, IngestLayout, IngestStore
 from tickbench.engines.arcticdb.layout import VENUES, split_symbol, symbol_name
 from tickbench.engines.arcticdb.writes import (
@@ -71,7 +72,6 @@ from tickbench.engines.base import (
     MarketStorage,
     StreamTarget,
 )
-from tickbench.params import RunParams
 
 TABLES = ("quotes", "trades")
 LIBRARIES = {"quotes": "market_quotes", "trades": "market_trades", "instruments": "market_instruments",

@@ -15,7 +15,7 @@ import pyarrow as pa
 from chdb.state.sqlitelike import Connection
 
 from tickbench.data.dataset import INSTRUMENTS_PATH, inside
-from tickbench.data.schema import MARKET_SCHEMAS
+from tickbench.datasets.market.schema import MARKET_SCHEMAS
 from tickbench.engines.base import (
     EngineInfo,
     LoadFigures,
@@ -32,7 +32,7 @@ from tickbench.engines.chdb.ingest import ArrowStreamTarget
 
 if TYPE_CHECKING:
     from tickbench.data.dataset import Dataset
-    from tickbench.params import RunParams
+    from tickbench.datasets.paper.params import RunParams
 
 HERE = Path(__file__).parent
 MARKET_SCHEMA = (HERE / "market.sql").read_text()

@@ -19,7 +19,7 @@ from datafusion import DataFrame, SessionConfig, SessionContext, col
 from datafusion.dataframe import DataFrameWriteOptions
 
 from tickbench.data.dataset import MARKET
-from tickbench.data.schema import SCHEMAS, TABLES
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES
 from tickbench.engines.base import BulkLoad, Engine, LoadFigures, SharedReaders, Storage, storage_figures
 from tickbench.engines.datafusion.market import DataFusionMarket, register_market
 from tickbench.engines.datafusion.store import (

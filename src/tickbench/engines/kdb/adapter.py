@@ -37,7 +37,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tickbench.data.dataset import Dataset
-from tickbench.data.schema import SCHEMAS, TABLES
+from tickbench.datasets.paper.params import QueryParams
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES
 from tickbench.engines.base import (
     BulkLoad,
     Endpoint,
@@ -50,7 +51,6 @@ from tickbench.engines.base import (
 )
 from tickbench.engines.kdb.convert import to_q
 from tickbench.engines.kdb.market import KdbMarket, is_market, market_prelude
-from tickbench.params import QueryParams
 
 HERE = Path(__file__).parent
 LIB = HERE / "lib.q"

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage, storage_figures
 from tickbench.engines.kdb.convert import to_q
-from tickbench.market_params import MarketParams
 
 if TYPE_CHECKING:
     from tickbench.data.dataset import Dataset
-    from tickbench.params import RunParams
+    from tickbench.datasets.paper.params import RunParams
 
 # Rows in time order before .Q.dpft's stable sort by sym: quotes tied on ts by seq (the latest
 # quote is the last row at or before t), trades in (ts, exchange, trade_id), the order of close.

@@ -36,10 +36,10 @@ import polars as pl
 import pyarrow as pa
 
 from tickbench.data.dataset import MARKET, Dataset, empty_frame
-from tickbench.data.schema import SCHEMAS
+from tickbench.datasets.paper.params import QueryParams
+from tickbench.datasets.paper.schema import SCHEMAS
 from tickbench.engines.base import Engine, EngineInfo
 from tickbench.engines.polars.market import PolarsMarket
-from tickbench.params import QueryParams
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 TS = pl.Datetime("ns", "UTC")

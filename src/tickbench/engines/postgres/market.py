@@ -21,12 +21,12 @@ import pyarrow.parquet as pq
 from psycopg import sql
 
 from tickbench.data.dataset import Dataset
-from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.datasets.paper.params import RunParams
 from tickbench.engines.base import Endpoint, LoadFigures, Market, MarketBulkLoad, MarketStorage, storage_figures
 from tickbench.engines.postgres import pgcopy
 from tickbench.engines.postgres.load import psql_quoted, wal_bytes
-from tickbench.market_params import MarketParams
-from tickbench.params import RunParams
 
 DB = "tickbench"  # the query store's database, the paper's tables' too (a run loads one dataset)
 TABLES = ("instruments", *MARKET_TABLES)

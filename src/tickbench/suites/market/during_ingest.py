@@ -17,9 +17,9 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import latency, verify
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.reference import answer
 from tickbench.engines.base import MarketIngest
-from tickbench.market_params import MarketParams
-from tickbench.market_reference import answer
 from tickbench.suites.market.users import SHARED_KEY, Users, client_bound, summarise_ms
 from tickbench.suites.stream.harness import bound
 from tickbench.suites.stream.ops import batch_size

@@ -2,8 +2,8 @@
 
 Each query is named by its id; its answer has exactly ``columns``, sorted ascending by
 ``sort_by``. Engines implement the queries in their own dialect (``engines/<name>/queries``),
-the reference implementation in :mod:`tickbench.reference`. The suite's protocol is
-:mod:`tickbench.suites.published.suite`; its parameters are :mod:`tickbench.params`.
+the reference implementation in :mod:`tickbench.datasets.paper.reference`. The suite's protocol is
+:mod:`tickbench.suites.published.suite`; its parameters are :mod:`tickbench.datasets.paper.params`.
 """
 
 from __future__ import annotations

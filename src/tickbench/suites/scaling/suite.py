@@ -11,9 +11,10 @@ import numpy as np
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-from tickbench import reference, verify
+from tickbench import verify
 from tickbench.data.dataset import Dataset, DatasetError, generate
-from tickbench.params import QueryParams, span_params
+from tickbench.datasets.paper import reference
+from tickbench.datasets.paper.params import QueryParams, span_params
 from tickbench.results import Record, Stats
 from tickbench.run.cell import CellContext, EngineError, Worker
 from tickbench.suites.base import Option, Options, Suite, WorkerOp

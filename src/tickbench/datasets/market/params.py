@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tickbench.data import market_calendar as mc
 from tickbench.data.dataset import MARKET, Dataset, DatasetError
+from tickbench.datasets.market import calendar as mc
 from tickbench.rng import stream
 
 PROBES = 10  # T
@@ -151,7 +151,7 @@ class MarketParams:
 
     def as_dict(self) -> dict[str, Any]:
         """The parameters as plain data (``params.json``'s form, with the kind and the user),
-        for the engine processes; :func:`tickbench.params.params_from_dict` reads it back."""
+        for the engine processes; :func:`tickbench.datasets.paper.params.params_from_dict` reads it back."""
         return {"kind": "market", "user": self.user, **self.to_json()}
 
     def to_json(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tickbench.data.dataset import MARKET, Dataset, DatasetError
-from tickbench.market_params import MarketParams, market_params
+from tickbench.datasets.market.params import MarketParams, market_params
 from tickbench.rng import stream
 
 NS_PER_US = 1_000
@@ -93,7 +93,7 @@ def query_params(dataset_params: dict[str, Any], seed: int) -> QueryParams:
     if "day" not in p and "D" in p:
         raise DatasetError("this is a market dataset (tickbench generate --dataset market); the published "
                            "suite and the suites beyond it run on the paper dataset (--dataset paper); the "
-                           "market suite's parameters are tickbench.market_params")
+                           "market suite's parameters are tickbench.datasets.market.params")
     month = (p["month"][0], p["month"][1])
     return QueryParams(
         day=p["day"],
@@ -149,7 +149,7 @@ RunParams = QueryParams | MarketParams
 
 def params_for(dataset: Dataset, seed: int) -> RunParams:
     """The run's parameters for ``dataset``: the paper suites' :class:`QueryParams`, or a market
-    dataset's :class:`~tickbench.market_params.MarketParams` (user 0's)."""
+    dataset's :class:`~tickbench.datasets.market.params.MarketParams` (user 0's)."""
     if dataset.kind == MARKET:
         return market_params(dataset, seed)
     return query_params(dataset.params, seed)
@@ -157,7 +157,7 @@ def params_for(dataset: Dataset, seed: int) -> RunParams:
 
 def params_from_dict(raw: dict[str, Any]) -> RunParams:
     """Rebuild :class:`QueryParams` (or :class:`SpanParams`, or the market's
-    :class:`~tickbench.market_params.MarketParams`) from ``as_dict()``."""
+    :class:`~tickbench.datasets.market.params.MarketParams`) from ``as_dict()``."""
     if raw.get("kind") == MARKET:
         return MarketParams.from_json(raw, int(raw.get("user", 0)))
     common = dict(day=raw["day"], week=tuple(raw["week"]), month=tuple(raw["month"]),

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import polars as pl
 
 from tickbench.data.dataset import Dataset, DatasetError
-from tickbench.market_params import MarketParams, Request
+from tickbench.datasets.market.params import MarketParams, Request
 
 TS = pl.Datetime("ns", "UTC")
 F, INT, S = pl.Float64(), pl.Int64(), pl.String()

@@ -39,8 +39,6 @@ from tickbench.data.dataset import (
     combine_hashes,
     inside,
 )
-from tickbench.data.market_validate import validate_market
-from tickbench.data.schema import LEVELS, SCHEMAS
 from tickbench.data.violations import (
     AMOUNT_NOT_POSITIVE,
     BACKWARDS,
@@ -56,6 +54,8 @@ from tickbench.data.violations import (
     Violation,
     hash_parquet,
 )
+from tickbench.datasets.market.validate import validate_market
+from tickbench.datasets.paper.schema import LEVELS, SCHEMAS
 
 NS_PER_DAY = 86_400 * 1_000_000_000
 
@@ -270,7 +270,7 @@ def _duplicate_ids(
 
 def validate(directory: Path, max_samples: int = DEFAULT_SAMPLES) -> ValidationReport:
     """Check every partition of the dataset in ``directory`` against SPEC §1's invariants (a
-    market dataset's against SPEC §1.3's: :mod:`tickbench.data.market_validate`) and its
+    market dataset's against SPEC §1.3's: :mod:`tickbench.datasets.market.validate`) and its
     manifest's hashes. Raises :class:`DatasetError` when the directory cannot be read as a
     dataset (no manifest, a missing or unreadable file); bad rows are reported, not raised."""
     directory = Path(directory)

@@ -21,9 +21,9 @@ from typing import Any
 import polars as pl
 
 from tickbench.data.dataset import Dataset
-from tickbench.market_params import MarketParams
-from tickbench.market_reference import MarketReferenceAnswers
-from tickbench.params import QueryParams, RunParams
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.reference import MarketReferenceAnswers
+from tickbench.datasets.paper.params import QueryParams, RunParams
 
 MINUTE = 60 * 1_000_000_000
 HOUR = 60 * MINUTE
@@ -265,7 +265,7 @@ Answers = ReferenceAnswers | MarketReferenceAnswers
 def answers_for(ds: Dataset, params: RunParams) -> Answers:
     """The run's reference answers, by query id: the paper suites' (:class:`ReferenceAnswers`)
     or, for the market dataset's parameters, the market suite's
-    (:class:`tickbench.market_reference.MarketReferenceAnswers`)."""
+    (:class:`tickbench.datasets.market.reference.MarketReferenceAnswers`)."""
     if isinstance(params, MarketParams):
         return MarketReferenceAnswers(ds, params)
     return ReferenceAnswers(ds, params)

@@ -15,10 +15,11 @@ import time
 
 CHILD = """
 import json, resource, sys, time
+from tickbench.datasets.base import open_dataset
 from tickbench.data.dataset import Dataset
 from tickbench.datasets.market.params import market_params
 from tickbench.datasets.market.reference import answer
-ds = Dataset.open(sys.argv[1])
+ds = open_dataset(sys.argv[1])
 p = market_params(ds, int(sys.argv[3]))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0 = time.perf_counter()

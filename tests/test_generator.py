@@ -11,8 +11,9 @@ import polars as pl
 import pytest
 
 from tests.conftest import TINY_HASH, TINY_SCALE, TINY_SEED
-from tickbench.data.dataset import Dataset, generate, hash_table
+from tickbench.data.dataset import Dataset, hash_table
 from tickbench.data.schema import TRADES_SCHEMA
+from tickbench.datasets.base import generate
 from tickbench.datasets.paper import calendar as cal
 from tickbench.datasets.paper.generator import generate_partition
 from tickbench.datasets.paper.schema import BOOK_SCHEMA

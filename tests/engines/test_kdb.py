@@ -15,8 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tickbench import verify
-from tickbench.data.dataset import Dataset, default_params
+from tickbench.data.dataset import Dataset
 from tickbench.datasets.paper import reference
+from tickbench.datasets.paper.kind import default_params
 from tickbench.datasets.paper.params import QueryParams, query_params
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.kdb import adapter as kdb

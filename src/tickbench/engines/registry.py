@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from tickbench.data.dataset import Dataset
-from tickbench.datasets.paper.params import RunParams
+from tickbench.datasets.base import RunParams
 from tickbench.engines.base import ENGINES_DIR, PACKAGES_ENV, Engine, EngineInfo, EngineUnavailable
 
 

@@ -41,9 +41,6 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from tickbench.data.dataset import (
-    INSTRUMENTS_PATH,
-    MARKET,
-    MARKET_ROW_GROUP,
     DatasetError,
     Manifest,
     bulk_csv,
@@ -64,7 +61,8 @@ from tickbench.data.violations import (
     Violation,
 )
 from tickbench.datasets.market import calendar as mc
-from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.datasets.market.params import MARKET
+from tickbench.datasets.market.schema import INSTRUMENTS_PATH, MARKET_ROW_GROUP, MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.datasets.market.validate import (
     PRICE_NOT_POSITIVE,
     SEQ_NOT_INCREASING,

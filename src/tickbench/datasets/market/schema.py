@@ -31,3 +31,6 @@ INSTRUMENTS_SCHEMA = pa.schema(
 )
 MARKET_SCHEMAS = {"quotes": QUOTES_SCHEMA, "trades": TRADES_SCHEMA, "instruments": INSTRUMENTS_SCHEMA}
 MARKET_TABLES = ("quotes", "trades")  # the tables partitioned by day
+
+INSTRUMENTS_PATH = "instruments.parquet"  # the instruments table, beside the day directories
+MARKET_ROW_GROUP = 131_072  # rows per Parquet row group of a market part file (sym-ordered: readers skip groups)

@@ -26,10 +26,8 @@ import pyarrow.parquet as pq
 from pyarrow import ArrowException
 
 from tickbench.data.dataset import (
-    INSTRUMENTS_PATH,
     DatasetError,
     Manifest,
-    check_market_data,
     check_rows,
     combine_hashes,
 )
@@ -48,7 +46,8 @@ from tickbench.data.violations import (
     hash_parquet,
 )
 from tickbench.datasets.market import calendar as mc
-from tickbench.datasets.market.schema import MARKET_SCHEMAS
+from tickbench.datasets.market.manifest import check_market_data
+from tickbench.datasets.market.schema import INSTRUMENTS_PATH, MARKET_SCHEMAS
 
 VENUE_CROSSED = "a venue's quote locked or crossed (bid >= ask)"
 PRICE_NOT_POSITIVE = "price not > 0"

@@ -23,7 +23,7 @@ import pyarrow as pa
 from chdb.session import Session
 from chdb.state.sqlitelike import Connection
 
-from tickbench.datasets.paper.params import RunParams
+from tickbench.datasets.base import RunParams
 from tickbench.datasets.paper.schema import SCHEMAS, TABLES
 from tickbench.engines.base import (
     BulkLoad,

@@ -18,9 +18,8 @@ import pyarrow as pa
 from datafusion import DataFrame, SessionConfig, SessionContext, col
 from datafusion.dataframe import DataFrameWriteOptions
 
-from tickbench.data.dataset import MARKET
 from tickbench.datasets.paper.schema import SCHEMAS, TABLES
-from tickbench.engines.base import BulkLoad, Engine, LoadFigures, SharedReaders, Storage, storage_figures
+from tickbench.engines.base import BulkLoad, Engine, LoadFigures, SharedReaders, Storage, by_kind, storage_figures
 from tickbench.engines.datafusion.market import DataFusionMarket, register_market
 from tickbench.engines.datafusion.store import (
     DURABILITY,
@@ -111,10 +110,9 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
         """A session with the store's tables registered (a listing table lists its files when
         it is registered, and the session's runtime caches that listing)."""
         ctx = session()
-        if self.dataset.kind == MARKET:
-            register_market(ctx, self.market_store)  # the market suite's tables (market.py)
-        else:
-            register_store(ctx, self.store)
+        register = by_kind(self.dataset, paper=lambda: register_store(ctx, self.store),
+                           market=lambda: register_market(ctx, self.market_store))  # market.py's tables
+        register()
         return ctx
 
     def start_shared(self) -> None:

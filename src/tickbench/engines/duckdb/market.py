@@ -21,9 +21,9 @@ import duckdb
 import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.base import RunParams
 from tickbench.datasets.market.params import MarketParams
 from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
-from tickbench.datasets.paper.params import RunParams
 from tickbench.engines.base import (
     EngineInfo,
     LoadFigures,

@@ -52,7 +52,7 @@ from tickbench.engines.influxdb.load import shard_storage
 from tickbench.engines.influxdb.writer import Session
 
 if TYPE_CHECKING:
-    from tickbench.datasets.paper.params import RunParams
+    from tickbench.datasets.base import RunParams
 
 HEADER = re.compile(r"^--\s*(each|key|grid|columns|rank|nan|marks):\s*(.*)$")
 THEN = re.compile(r"^--\s*then\s*$", re.M)  # a mark-out file's second round follows this line

@@ -40,7 +40,7 @@ from tickbench.engines.server import ReaderPool
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from tickbench.datasets.paper.params import RunParams
+    from tickbench.datasets.base import RunParams
     from tickbench.engines.base import Endpoint
 
 STORE_PREFIX = "market_ingest_"  # a store's database: market_ingest_<random hex>

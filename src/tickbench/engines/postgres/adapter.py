@@ -38,7 +38,7 @@ from typing import Any
 import psycopg
 import pyarrow as pa
 
-from tickbench.datasets.paper.params import RunParams
+from tickbench.datasets.base import RunParams
 from tickbench.engines.base import EngineTime
 from tickbench.engines.postgres.ingest import PostgresIngest
 from tickbench.engines.postgres.load import PostgresLoad

@@ -27,9 +27,9 @@ import pyarrow as pa
 from psycopg import sql
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.base import RunParams
 from tickbench.datasets.market.params import MarketParams
 from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
-from tickbench.datasets.paper.params import RunParams
 from tickbench.engines.base import (
     Endpoint,
     EngineUnavailable,

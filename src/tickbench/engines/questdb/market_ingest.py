@@ -37,7 +37,7 @@ from tickbench.engines.questdb.writer import IlpTarget
 from tickbench.engines.server import ReaderPool
 
 if TYPE_CHECKING:
-    from tickbench.datasets.paper.params import RunParams
+    from tickbench.datasets.base import RunParams
     from tickbench.engines.base import Endpoint
 
 STORE_TABLES = ("instruments", *MARKET_TABLES)

@@ -40,8 +40,8 @@ import pyarrow.parquet as pq
 
 from tickbench import latency
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.base import params_from_dict
 from tickbench.datasets.market.params import MarketParams
-from tickbench.datasets.paper.params import params_from_dict
 from tickbench.engines.base import Engine, MarketCounter, MarketIngest, MarketReader, Server, capability
 from tickbench.suites.stream.harness import Child, Destination, Plan, Sink, Writers
 

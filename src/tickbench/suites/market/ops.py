@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tickbench.datasets.paper.params import params_from_dict
+from tickbench.datasets.base import params_from_dict
 from tickbench.engines.base import (
     Engine,
     Market,

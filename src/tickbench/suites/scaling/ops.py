@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tickbench.datasets.paper.params import params_from_dict
+from tickbench.datasets.base import params_from_dict
 from tickbench.engines.base import Engine
 from tickbench.run.visibility import wait_visible
 

@@ -4,7 +4,8 @@
   and its controls;
 * :func:`check_market_ingest`, shared by the server engines' own tests: the first events of day
   D sent through the store's target (as a writer process would, the target pickled), counted to
-  the nanosecond around a row's ts, read back by a user's reader with the engine's M-SNAP file
+  the nanosecond around a row's ts (also by the engine's counter for a watcher process, pickled,
+  where it has one), read back by a user's reader with the engine's M-SNAP file
   and verified against the reference, and the store gone from the server once closed."""
 
 from __future__ import annotations
@@ -64,11 +65,20 @@ def check_market_ingest(engine: Engine, ds: Dataset, params: MarketParams, store
         while any(ingest.market_ingest_count(t, 2**62) < replay.tables[t].num_rows for t in TABLES):
             assert time.monotonic() < deadline, f"the rows written were not visible within {VISIBLE_S:g} s"
             time.sleep(0.01)
-        for t in TABLES:
-            ts = replay.ts[t]
-            at = int(ts[len(ts) // 2])
-            for upto in (at - 1, at, at + 1, replay.open_ns - 1):
-                assert ingest.market_ingest_count(t, upto) == replay.expected(t, upto), (t, upto)
+        counter = ingest.market_ingest_counter()
+        if counter is not None:  # plain data, as pickled into the watcher's process
+            counter = pickle.loads(pickle.dumps(counter))
+        try:
+            for t in TABLES:
+                ts = replay.ts[t]
+                at = int(ts[len(ts) // 2])
+                for upto in (at - 1, at, at + 1, replay.open_ns - 1):
+                    assert ingest.market_ingest_count(t, upto) == replay.expected(t, upto), (t, upto)
+                    if counter is not None:  # the watcher's counts over its own connection
+                        assert counter.count(t, upto) == replay.expected(t, upto), (t, upto)
+        finally:
+            if counter is not None:
+                counter.close()
         reader = ingest.market_ingest_reader()
         try:
             user = dataclasses.replace(params, T=probes(params, replay.open_ns, replay.end_ns))

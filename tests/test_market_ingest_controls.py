@@ -43,7 +43,7 @@ def test_the_span_is_fixed_in_minutes_of_d(market_tiny: Dataset) -> None:
 
 KILLED_MID_RUN = """
 import numpy as np, pyarrow as pa
-from tickbench.suites.stream.harness import Destination, Plan, Sink, SinkTarget, Writers
+from tickbench.suites.harness import Destination, Plan, Sink, SinkTarget, Writers
 rows = pa.table({"x": pa.array(range(20_000), pa.int64())})
 plan = Plan.build({"t": rows}, np.zeros(rows.num_rows, np.int8), 10, 2)
 with Sink() as sink, Writers(SinkTarget(sink.port), plan) as pool:
@@ -56,7 +56,7 @@ def _ours(pid: int) -> psutil.Process | None:
     """The live process ``pid`` if it is still one the test's run started (a harness child)."""
     try:
         proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE or "tickbench.suites.stream.harness" not in " ".join(proc.cmdline()):
+        if proc.status() == psutil.STATUS_ZOMBIE or "tickbench.suites.harness" not in " ".join(proc.cmdline()):
             return None
         return proc
     except psutil.NoSuchProcess:

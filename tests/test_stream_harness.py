@@ -15,9 +15,8 @@ from tickbench.results import read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.faults import FAULTS_ENV
 from tickbench.run.session import run
+from tickbench.suites.harness import Destination, Plan, Sink, SinkTarget, batch_size, bound, run_writers
 from tickbench.suites.registry import run_config, suite_options
-from tickbench.suites.stream.harness import Destination, Plan, Sink, SinkTarget, bound, run_writers
-from tickbench.suites.stream.ops import batch_size
 
 #: The stream cells the tests run (tests/test_suites_beyond.py and below): (rate, writers).
 TEST_CELLS = ((2000, 1), (200, 1), (400, 1))

@@ -17,11 +17,10 @@ from tickbench.results import Results, read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.faults import FAULTS_ENV
 from tickbench.run.session import run
-from tickbench.suites.base import OptionError
+from tickbench.suites.base import OptionError, parse_rates
 from tickbench.suites.published import QUERY_IDS
 from tickbench.suites.registry import run_config, suite_options
 from tickbench.suites.scaling.suite import loglog_slope
-from tickbench.suites.stream.suite import parse_rates
 from tickbench.suites.tick_latency.suite import parse_matrix
 
 TINY = suite_options(tick_matrix=((2, 500),), tick_reps=2, tick_batch=100, stream_rates=(2000,),
@@ -37,7 +36,9 @@ def _run(tiny: Dataset, out: Path, suite: str, opts: dict[str, Any] = TINY) -> R
 
 def test_options_parse() -> None:
     assert parse_matrix("1x10000, 10x100000") == ((1, 10_000), (10, 100_000))
-    assert parse_rates("10000,max") == (10_000, None)
+    assert parse_rates("10000,max", "--stream-rates") == (10_000, None)
+    with pytest.raises(OptionError, match="--ingest-rates 10,fast: expected positive events/s"):
+        parse_rates("10,fast", "--ingest-rates")
     with pytest.raises(OptionError, match="--tick-matrix"):
         parse_matrix("10by100")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tickbench.engines.base import capabilities
+from tickbench.engines.base import EngineInfo, capabilities
 from tickbench.engines.registry import adapter_class, engine_infos
 from tickbench.report import markdown, plans
 from tickbench.report.summary import merge
@@ -28,8 +28,9 @@ END = "<!-- support-matrix:end -->"
 
 
 def support_matrix() -> str:
-    """Benchmarks and suites × engines: ✔ where a native implementation exists, otherwise the
-    reason; then each engine's kind, query language and installation."""
+    """Benchmarks and suites × engines: ✔ where a native implementation exists (``✔ from
+    <engine>`` where the query file is the ``queries_from`` engine's), otherwise the reason; then
+    each engine's kind, query language and installation."""
     infos = engine_infos()
     names = list(infos)
     lines = ["| benchmark | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
@@ -40,8 +41,8 @@ def support_matrix() -> str:
             why = missing(adapter_class(n), info, b.id) if b.id in NEEDS else info.unsupported.get(b.id)
             if why is not None:
                 cells.append("— " + why)
-            elif b.kind == "query" and not info.query_file(b.id).is_file():
-                cells.append("missing query file")
+            elif b.kind == "query" and (owner := info.query_owner(b.id)) != n:
+                cells.append("missing query file" if owner is None else f"✔ from {owner}")
             else:
                 cells.append("✔")
         lines.append(f"| {b.id} | " + " | ".join(cells) + " |")
@@ -55,6 +56,12 @@ def support_matrix() -> str:
     for n, info in infos.items():
         if missing(adapter_class(n), info, "W") is None:
             lines.append(f"| {n} | {info.w_clock or '(not stated)'} |")
+    borrowed = {n: _borrowed(info) for n, info in infos.items() if info.queries_from}
+    if borrowed:
+        lines.append("")
+        lines.append("| engine | query files it runs from another engine (`queries_from` in its engine.toml) |")
+        lines.append("|---|---|")
+        lines += [f"| {n} | {text} |" for n, text in borrowed.items()]
     lines.append("")
     lines.append("| engine | kind | capabilities | query language | install |")
     lines.append("|---|---|---|---|---|")
@@ -62,6 +69,18 @@ def support_matrix() -> str:
         caps = ", ".join(capabilities(adapter_class(n))) or "—"
         lines.append(f"| {n} ({info.title}) | {info.kind} | {caps} | {info.language} | {info.install} |")
     return "\n".join(lines)
+
+
+def _borrowed(info: EngineInfo) -> str:
+    """The query ids ``info``'s engine runs from another engine's folder, by that engine: every
+    benchmark's, the market suite's included."""
+    ids = sorted({p.stem for d in info.fallback_queries if d.is_dir() for p in d.iterdir() if p.is_file()})
+    by_owner: dict[str, list[str]] = {}
+    for qid in ids:
+        owner = info.query_owner(qid)
+        if owner is not None and owner != info.name:
+            by_owner.setdefault(owner, []).append(qid)
+    return "; ".join(f"{owner}'s {', '.join(qids)}" for owner, qids in by_owner.items()) or "none"
 
 
 def replace_block(text: str, start: str, end: str, body: str) -> str:

@@ -31,6 +31,27 @@ needs_install = pytest.mark.skipif(
     not installed.available, reason=f"influxdb is not installed: {installed.reason}")
 FLUX = ("M-NBBO", "M-VOLCURV", "M-ASOF")
 HOSTILE = 'a "quoted" \\ back${slash}\n, comma ü'
+# A venue name written to break out of @index's string comparison into Flux code.
+HOSTILE_VENUE = 'X" then "0" else die(msg: "owned")) // r.b0'
+# @index, @fill, @max and @min over a list of venues (M-NBBO's pivot by venue): three steps of
+# one group, quoting venues 0, 1 (hostile) and 0 again; venue 2 never quotes (no column b2).
+VENUE_SCRIPT = """import "array"
+array.from(rows: [{g: "x", step: 1, ex: venues_0, p: 2.0}, {g: "x", step: 2, ex: venues_1, p: 5.0},
+                  {g: "x", step: 3, ex: EX, p: 1.0}])
+    |> map(fn: (r) => ({g: r.g, step: r.step, side: "b" + @index(r.ex, venues), p: r.p}))
+    |> group(columns: ["g"])
+    |> pivot(rowKey: ["step"], columnKey: ["side"], valueColumn: "p")
+    |> sort(columns: ["step"])
+    |> @fill(b, venues)
+    |> map(
+        fn: (r) => {
+            @max(hi = r.b, venues)
+            @min(lo = r.b, venues)
+
+            return {step: r.step, hi: hi, lo: lo}
+        },
+    )
+"""
 
 
 def test_the_three_are_flux_and_every_other_query_influxql() -> None:
@@ -72,6 +93,27 @@ def test_values_are_literals_of_the_ast_and_lists_are_numbered() -> None:
         flux_program("@in(r.sym, d_start)", binds)
     with pytest.raises(ValueError, match="no literal"):
         flux_literal(float("nan"))
+
+
+def test_venue_macros_name_columns_by_place_never_by_value() -> None:
+    """@index compares with bound values and yields places; @fill and @max/@min name columns
+    by prefix and place: a hostile venue name is a literal of the extern, never in the script."""
+    venues = ["v0", HOSTILE_VENUE, HOSTILE]
+    script, extern = flux_program(VENUE_SCRIPT.replace("EX", "venues_0"), {"venues": venues})
+    assert HOSTILE_VENUE not in script and "owned" not in script and "@" not in script
+    assert ('(if r.ex == venues_0 then "0" else if r.ex == venues_1 then "1" else if r.ex == venues_2 then "2" '
+            'else die(msg: "ex: a value not in venues"))') in script
+    assert ('fill(column: "b0", usePrevious: true) |> fill(column: "b1", usePrevious: true) '
+            '|> fill(column: "b2", usePrevious: true)') in script
+    assert "            hi1 = if not exists hi0 or r.b1 > hi0 then r.b1 else hi0\n" in script
+    assert "            lo2 = if not exists lo1 or r.b2 < lo1 then r.b2 else lo1\n            lo = lo2\n" in script
+    bound = {a["id"]["name"]: a["init"] for a in extern["body"]}
+    assert bound == {f"venues_{i}": {"type": "StringLiteral", "value": v} for i, v in enumerate(venues)}
+    for bad in ("@index(r.ex, venues)", "@fill(b, venues)", "@max(m = r.b, venues)"):
+        with pytest.raises(ValueError, match="an empty list"):
+            flux_program(bad, {"venues": []})
+        with pytest.raises(ValueError, match="not a list binding"):
+            flux_program(bad, {"venues": "v0"})
 
 
 def test_annotated_csv_becomes_typed_columns() -> None:
@@ -208,5 +250,14 @@ def test_bound_values_reach_flux_unchanged(market_tiny: Dataset, market_tiny_par
                                    "k": -7, "f": -0.1}]
         with pytest.raises(RuntimeError, match="Flux query failed"):
             engine._flux("this is not Flux", extern)  # type: ignore[attr-defined]
+        # The venue macros on the server, a hostile venue name among the bound values: the
+        # greatest and least of each step's latest prices per venue (venue 2 never quotes).
+        venues = ["v0", HOSTILE_VENUE, HOSTILE]
+        got = flux_frame(engine._flux(*flux_program(  # type: ignore[attr-defined]
+            VENUE_SCRIPT.replace("EX", "venues_0"), {"venues": venues})))
+        assert got.sort("step").to_dicts() == [{"step": 1, "hi": 2.0, "lo": 2.0}, {"step": 2, "hi": 5.0, "lo": 2.0},
+                                               {"step": 3, "hi": 5.0, "lo": 1.0}]
+        with pytest.raises(RuntimeError, match="ex: a value not in venues"):  # a venue not in the list
+            engine._flux(*flux_program(VENUE_SCRIPT.replace("EX", '"v9"'), {"venues": venues}))  # type: ignore[attr-defined]
     finally:
         engine.stop()

@@ -411,3 +411,43 @@ def test_http_and_pg_wire_require_the_runs_secret(engine: Engine) -> None:
     engine.start()
     assert engine.credentials() == (user, secret)  # type: ignore[attr-defined]
     assert _http_status(engine.ports["http"], _basic(user, secret)) == 200  # type: ignore[attr-defined]
+
+
+@needs_server
+@pytest.mark.server
+@pytest.mark.slow
+def test_both_datasets_load_w_and_query_under_the_same_commit_modes(
+        workdir: Path, tiny: Dataset, tiny_params: QueryParams, market_tiny: Dataset,
+        market_tiny_params: MarketParams) -> None:
+    """The paper's and the market's datasets through the suites' own operations: each query store
+    is queried under one commit mode, and W and M-W each load under one durable mode, as the
+    server itself reports its setting (SHOW PARAMETERS, recorded in settings())."""
+    from tickbench.suites.market import ops as market_ops
+    from tickbench.suites.published import ops as paper_ops
+
+    def mode(e: Engine) -> str:
+        return str(e.settings()["cairo.commit.mode"])
+
+    seen: dict[str, tuple[str, str, str]] = {}
+    runs = (("paper", tiny, tiny_params, "load", paper_ops.bulk_op),
+            ("market", market_tiny, market_tiny_params, "load_market", market_ops.bulk_op))
+    for kind, ds, params, load, bulk_op in runs:
+        # a working directory of its own per dataset, as the workdir fixture makes it
+        own = workdir if kind == "paper" else Path(tempfile.mkdtemp(prefix="tickbench-questdb-"))
+        e = adapter("questdb", own, ds, params)
+        e.start()
+        try:
+            assert getattr(e, load)() > 0
+            wait_visible(e)
+            queries = mode(e)
+            assert e.commit_mode == queries  # type: ignore[attr-defined]  # what server.conf was written with
+            w = bulk_op(e, {"fmt": "parquet", "scratch": str(own / "w")})
+            assert w["rows"] > 0
+            during_w = mode(e)
+            assert f"cairo.commit.mode={during_w}" in w["detail"]["durability"]
+            seen[kind] = (queries, during_w, w["detail"]["durability"])
+        finally:
+            e.stop()
+            if own != workdir:
+                shutil.rmtree(own, ignore_errors=True)
+    assert seen["market"] == seen["paper"], seen

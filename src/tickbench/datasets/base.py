@@ -20,7 +20,7 @@ import importlib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -83,7 +83,8 @@ class KindSpec:
     comparison (:mod:`tickbench.verify`)."""
 
     queries: tuple[str, ...]
-    columns: Mapping[str, Mapping[str, pl.DataType]] = field(default_factory=dict)
+    #: Each answer's column names (a mapping of name to Polars type where the kind fixes types).
+    columns: Mapping[str, Iterable[str]] = field(default_factory=dict)
     sort: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     rel_tol: float = 1e-6
     abs_floor: float = 1e-12

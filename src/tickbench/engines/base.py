@@ -11,7 +11,10 @@ An engine lives in one folder, ``engines/<name>/`` (or ``<package>/<name>/`` for
   data, and the support matrix is generated from them and from the capabilities below;
 * ``adapter.py`` — a class ``Adapter``: an :class:`Engine` and the capabilities it has;
 * ``queries/<ID>.<ext>`` — one native query per benchmark id, run as written (one file per id,
-  in the main extension or one of ``other_extensions``);
+  in the main extension or one of ``other_extensions``); an engine whose ``engine.toml`` names
+  ``queries_from = "<engine>"`` (the same dialect, e.g. TimescaleDB's PostgreSQL) keeps only
+  the files that differ: its own file wins, the named engine's is used otherwise
+  (:meth:`EngineInfo.query_file`, :meth:`EngineInfo.query_owner`);
 * ``README.md`` — its schema and the choices behind it.
 
 The folder name is the engine's CLI name, results key and test id. Adapters do I/O only: the
@@ -64,7 +67,7 @@ import os
 import sys
 import tomllib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -84,6 +87,10 @@ ENDPOINTS_ENV = "TICKBENCH_ENDPOINTS"
 
 class EngineUnavailable(Exception):
     """The engine cannot run on this machine; the message says why and how to enable it."""
+
+
+class EngineConfigError(ValueError):
+    """An ``engine.toml`` that cannot be used as it is; the message names the file and what to fix."""
 
 
 @dataclass(frozen=True)
@@ -111,9 +118,17 @@ class EngineInfo:
     #: (SPEC: committed durably and queryable; background compaction after that is outside W for
     #: every engine, a conversion the engine's experts make part of loading is inside it).
     w_clock: str = ""
+    #: The engine whose query files this one runs where it has none of its own (``""``: none).
+    queries_from: str = ""
+    #: The folders of query files after the engine's own: the ``queries_from`` engine's, then
+    #: that one's ``queries_from``'s, and so on (resolved by :meth:`read` against the known engines).
+    fallback_queries: tuple[Path, ...] = ()
 
     @classmethod
-    def read(cls, folder: Path) -> EngineInfo:
+    def read(cls, folder: Path, engines: Mapping[str, Path] | None = None) -> EngineInfo:
+        """The ``engine.toml`` of ``folder``; ``engines`` (name -> folder, the registry's) resolves
+        its ``queries_from``: an unknown engine, the engine itself, a cycle or an engine whose query
+        files have another extension is an :class:`EngineConfigError` naming the file."""
         raw = tomllib.loads((folder / "engine.toml").read_text())
         return cls(
             name=folder.name,
@@ -130,19 +145,58 @@ class EngineInfo:
             publishing=raw.get("publishing", ""),
             other_extensions=tuple(raw.get("other_extensions", ())),
             w_clock=raw.get("w_clock", ""),
+            queries_from=raw.get("queries_from", ""),
+            fallback_queries=_fallback_queries(folder, raw, engines or {}),
         )
 
     def query_file(self, qid: str) -> Path:
         """The query file of ``qid``: the one that exists among the main extension's and the
-        ``other_extensions``' (the main extension's path when none does); two are an error."""
-        paths = [self.folder / "queries" / f"{qid}.{ext}" for ext in (self.extension, *self.other_extensions)]
-        found = [p for p in paths if p.is_file()]
-        if len(found) > 1:
-            raise ValueError(f"{self.name}: {qid} has {len(found)} query files ({', '.join(p.name for p in found)})")
-        return found[0] if found else paths[0]
+        ``other_extensions``' in the engine's own ``queries/``, else in the first folder of
+        :attr:`fallback_queries` that has one (the main extension's own path when none does); two
+        in one folder are an error."""
+        names = [f"{qid}.{ext}" for ext in (self.extension, *self.other_extensions)]
+        for queries in (self.folder / "queries", *self.fallback_queries):
+            found = [queries / n for n in names if (queries / n).is_file()]
+            if len(found) > 1:
+                raise ValueError(f"{self.name}: {qid} has {len(found)} query files in {queries} "
+                                 f"({', '.join(p.name for p in found)})")
+            if found:
+                return found[0]
+        return self.folder / "queries" / names[0]
+
+    def query_owner(self, qid: str) -> str | None:
+        """The engine whose query file of ``qid`` this engine runs (its own name, or a
+        ``queries_from`` engine's); ``None`` when there is none."""
+        path = self.query_file(qid)
+        return path.parent.parent.name if path.is_file() else None
 
     def query_text(self, qid: str) -> str:
         return self.query_file(qid).read_text()
+
+
+def _fallback_queries(folder: Path, raw: dict[str, Any], engines: Mapping[str, Path]) -> tuple[Path, ...]:
+    """The ``queries/`` folders along the ``queries_from`` chain that starts at ``folder``'s
+    ``engine.toml`` (``raw``), each checked (:meth:`EngineInfo.read`)."""
+    out: list[Path] = []
+    chain = [folder.name]
+    toml, extension = folder / "engine.toml", raw.get("extension")
+    name = raw.get("queries_from", "")
+    while name:
+        if not isinstance(name, str) or name not in engines:
+            raise EngineConfigError(f"{toml}: queries_from = {name!r} is not an engine (known: "
+                                    f"{', '.join(sorted(engines))}); name one, or remove the key")
+        if name in chain:
+            what = "the engine itself" if name == chain[-1] else "a cycle (" + " -> ".join([*chain, name]) + ")"
+            raise EngineConfigError(f"{toml}: queries_from = {name!r} is {what}; name another engine, or remove "
+                                    "the key")
+        theirs = tomllib.loads((engines[name] / "engine.toml").read_text())
+        if theirs.get("extension") != extension:
+            raise EngineConfigError(f"{toml}: queries_from = {name!r}, whose query files are .{theirs.get('extension')}"
+                                    f", not .{extension}: name an engine of the same query language")
+        chain.append(name)
+        out.append(engines[name] / "queries")
+        toml, name = engines[name] / "engine.toml", theirs.get("queries_from", "")
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -594,6 +648,10 @@ class Market(ABC):
 
 class MarketBulkLoad(ABC):
     """Capability: M-W, the bulk load of a market dataset's day D (quotes and trades)."""
+
+    def market_bulk_prepare(self) -> None:  # noqa: B027 - optional: most engines load as they query
+        """Before each M-W load's clock starts, as :meth:`BulkLoad.bulk_prepare` before W's (an
+        engine with both gives M-W the setting it gives W). The default changes nothing."""
 
     @abstractmethod
     def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:

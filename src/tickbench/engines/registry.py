@@ -33,8 +33,11 @@ def _folders() -> dict[str, tuple[str, Path]]:
 
 
 def engine_infos() -> dict[str, EngineInfo]:
-    """Every engine folder (one holding an ``engine.toml``), by name."""
-    return {name: EngineInfo.read(folder) for name, (_, folder) in _folders().items()}
+    """Every engine folder (one holding an ``engine.toml``), by name, each ``queries_from``
+    resolved against the others (:class:`~tickbench.engines.base.EngineConfigError` when one
+    names no engine, itself or a cycle)."""
+    folders = {name: folder for name, (_, folder) in _folders().items()}
+    return {name: EngineInfo.read(folder, folders) for name, folder in folders.items()}
 
 
 @cache

@@ -11,11 +11,9 @@ crash would, ``hang`` never returns, ``wrong`` drops the last row of the answer,
 ``kill_server_load=SECONDS`` that long into the load, ``slow_load=SECONDS`` adds seconds to
 the load, ``stall=SECONDS@N`` delays the worker's
 Nth ingest write once (inside the writer's timed interval), ``lose=N`` acknowledges every Nth
-ingest write of a client without making it. In the stream suite, ``stall=SECONDS@N`` delays
-the engine's acknowledgement of the cell's Nth payload once, ``ack_delay=SECONDS`` every
-acknowledgement of the engine (a slower engine; the harness's sinks are not slowed) and
-``writer_delay=SECONDS`` every send of every writer, to the engine and to the sinks alike (a
-slower client).
+ingest write of a client without making it. A suite's worker operation may read kinds of its
+own, or read these its own way, through :func:`faults_of` (e.g. ``ack_delay`` and
+``writer_delay`` of a replay of events); each says so where it reads them.
 """
 
 from __future__ import annotations
@@ -162,12 +160,3 @@ class Losing(IngestClient):
 
     def close(self) -> None:
         self.inner.close()
-
-
-def stream_delays(fault: dict[str, str]) -> dict[str, float]:
-    """The stream suite's delays (seconds): ``writer_delay`` before every send of every writer,
-    ``ack_delay`` after every acknowledgement of the engine, and the one ``stall`` (``stall_s``
-    on payload ``stall_nth``)."""
-    stall_s, _, nth = fault.get("stall", "").partition("@")
-    return {"writer_delay": float(fault.get("writer_delay", 0)), "ack_delay": float(fault.get("ack_delay", 0)),
-            "stall_s": float(stall_s or 0), "stall_nth": int(nth or 1)}

@@ -106,6 +106,36 @@ class Option:
         return self.value(self.decode(raw) if self.decode is not None else raw)
 
 
+# -- option parsers more than one suite uses ---------------------------------------------------
+
+
+def parse_counts(text: str, option: str) -> tuple[int, ...]:
+    """``"1,2,4"`` → ``(1, 2, 4)``, every count positive; a count given twice (``1,01,1``) once."""
+    items = [s.strip() for s in text.split(",")]
+    if not all(s.isascii() and s.isdigit() and int(s) > 0 for s in items):  # "²".isdigit() is True
+        raise OptionError(f"{option} {text}: expected positive integers separated by commas, e.g. 1,2,4")
+    return tuple(dict.fromkeys(int(s) for s in items))
+
+
+def parse_rates(text: str, option: str) -> tuple[int | None, ...]:
+    """``"10000,100000,max"`` → ``(10000, 100000, None)``; ``max`` is as fast as possible."""
+    out: list[int | None] = []
+    for item in text.split(","):
+        item = item.strip().lower()
+        if item == "max":
+            out.append(None)
+        elif item.isascii() and item.isdigit() and int(item) > 0:  # "²" is a digit to isdigit(), not to int()
+            out.append(int(item))
+        else:
+            raise OptionError(f"{option} {text}: expected positive events/s or 'max', e.g. 10000,100000,max")
+    return tuple(dict.fromkeys(out))  # a rate given twice, once
+
+
+def rate_label(rate: int | None) -> str:
+    """A rate as its cell ids and figures write it: events/s, or ``max``."""
+    return "max" if rate is None else str(rate)
+
+
 def _text_form(raw: Any) -> str:
     """A text option's value as results.json records it (a list of counts, rates (``null`` for
     max), names, or ``[x, y]`` pairs) in the form its flag takes: ``1,2``, ``10000,max``, ``1x100``."""

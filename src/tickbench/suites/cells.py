@@ -73,7 +73,8 @@ def query_text(info: EngineInfo, qid: str) -> QueryText | None:
     if not path.is_file():
         return None
     text = path.read_text()
-    return QueryText(file=f"engines/{info.name}/queries/{path.name}", text=text,
+    # The engine that owns the file: this one's, or its queries_from engine's (engine.toml).
+    return QueryText(file=f"engines/{path.parent.parent.name}/queries/{path.name}", text=text,
                      sha256=hashlib.sha256(text.encode()).hexdigest())
 
 

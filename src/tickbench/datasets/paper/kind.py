@@ -46,6 +46,7 @@ from tickbench.datasets.paper import reference
 from tickbench.datasets.paper.generator import generate_partition
 from tickbench.datasets.paper.params import QueryParams, SpanParams, query_params
 from tickbench.datasets.paper.schema import SCHEMAS, TABLES
+from tickbench.datasets.paper.spec import QUERIES, QUERY_IDS
 from tickbench.datasets.paper.validate import validate_paper
 
 MAX_SYMBOLS = 10_000
@@ -100,7 +101,8 @@ class PaperKind:
     tables = TABLES
     options = ("symbols",)
     generator_version = GENERATOR_VERSION
-    spec = KindSpec(queries=tuple(reference.REFERENCES), rel_tol=verify.REL_TOL, abs_floor=verify.ABS_FLOOR)
+    spec = KindSpec(queries=QUERY_IDS, columns={q.id: q.columns for q in QUERIES},
+                    sort={q.id: q.sort_by for q in QUERIES}, rel_tol=verify.REL_TOL, abs_floor=verify.ABS_FLOOR)
 
     def check_options(self, symbols: int, universe: int | None) -> tuple[int, int | None]:
         if universe is not None:

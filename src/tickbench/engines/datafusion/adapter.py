@@ -20,7 +20,7 @@ from datafusion.dataframe import DataFrameWriteOptions
 
 from tickbench.datasets.paper.schema import SCHEMAS, TABLES
 from tickbench.engines.base import BulkLoad, Engine, LoadFigures, SharedReaders, Storage, by_kind, storage_figures
-from tickbench.engines.datafusion.market import DataFusionMarket, register_market
+from tickbench.engines.datafusion.market import MARKET_SETTINGS, DataFusionMarket, register_market
 from tickbench.engines.datafusion.store import (
     DURABILITY,
     PART_FILE,
@@ -109,11 +109,17 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
     def _open(self) -> SessionContext:
         """A session with the store's tables registered (a listing table lists its files when
         it is registered, and the session's runtime caches that listing)."""
-        ctx = session()
-        register = by_kind(self.dataset, paper=lambda: register_store(ctx, self.store),
-                           market=lambda: register_market(ctx, self.market_store))  # market.py's tables
-        register()
-        return ctx
+        def paper() -> SessionContext:
+            ctx = session()
+            register_store(ctx, self.store)
+            return ctx
+
+        def market() -> SessionContext:  # the market suite's session settings and tables (market.py)
+            ctx = session(MARKET_SETTINGS)
+            register_market(ctx, self.market_store)
+            return ctx
+
+        return by_kind(self.dataset, paper=paper, market=market)()
 
     def start_shared(self) -> None:
         """Concurrency clients are processes, each registering the same files: the store is
@@ -230,8 +236,9 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
 
     def settings(self) -> dict[str, Any]:
         ctx = self._ctx()
-        keys = [*READ_SETTINGS, "datafusion.execution.target_partitions", "datafusion.execution.batch_size",
-                "datafusion.runtime.memory_limit", "datafusion.runtime.metadata_cache_limit"]
+        keys = [*READ_SETTINGS, *MARKET_SETTINGS, "datafusion.execution.target_partitions",
+                "datafusion.execution.batch_size", "datafusion.runtime.memory_limit",
+                "datafusion.runtime.metadata_cache_limit"]
         rows = ctx.sql("SELECT name, value FROM information_schema.df_settings").to_pylist()
         out: dict[str, Any] = {r["name"]: r["value"] for r in rows if r["name"] in keys}
         out["sort_key"] = f"({', '.join(SORT_KEY)})"

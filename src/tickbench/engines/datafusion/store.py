@@ -53,10 +53,10 @@ def writer_options(page_rows: int = PAGE_ROWS) -> ParquetWriterOptions:
     )
 
 
-def session() -> SessionContext:
-    """A session with the read settings above."""
+def session(extra: dict[str, str] | None = None) -> SessionContext:
+    """A session with the read settings above, then ``extra`` (the market suite's own)."""
     config = SessionConfig().with_information_schema(True)
-    for key, value in READ_SETTINGS.items():
+    for key, value in {**READ_SETTINGS, **(extra or {})}.items():
         config = config.set(key, value)
     return SessionContext(config)
 

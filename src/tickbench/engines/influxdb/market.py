@@ -62,6 +62,7 @@ ITEM = re.compile(r"\$([a-z0-9_]+)\[\]")
 PARAM = re.compile(r"\$([a-z0-9_]+)")
 TS = pl.Datetime("ns", "UTC")
 DAY_NS = 86_400 * 10**9
+ELEMENT = "__element"  # the column of a shaped answer holding its row's each element
 
 
 # -- line protocol ---------------------------------------------------------------------------
@@ -239,17 +240,32 @@ def expand(stmt: str, binds: dict[str, Any], item: int | None, each_value: Any =
     return IN.sub(any_of, ITEM.sub(element, stmt))
 
 
-def frame_of(result: dict[str, Any], extra: dict[str, Any]) -> pl.DataFrame:
-    """One statement's series as rows: tags and ``extra`` as columns beside the values."""
-    parts = []
-    for series in result.get("series", []):
-        names = list(series["columns"])
-        values = series.get("values") or []
-        cols = {n: [row[j] for row in values] for j, n in enumerate(names)}
-        for k, v in {**(series.get("tags") or {}), **extra}.items():
-            cols[k] = [v] * len(values)
-        parts.append(pl.DataFrame(cols, strict=False))
-    return pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
+def statement_rows(results: Iterable[tuple[int, dict[str, Any]]], renames: dict[str, str]) -> pl.DataFrame:
+    """Statements' series as one frame, built once: for each ``(element, result)``, every
+    series' values with its tags beside them and ``element`` in column ``__element`` (columns
+    renamed by ``renames``; ``time`` dropped unless renamed). Collected as Python lists, column by
+    column, across every series and element (a GROUP BY sym answer is a series per sym: a frame
+    each would cost more than the query)."""
+    cols: dict[str, list[Any]] = {ELEMENT: []}
+    n = 0
+    for element, result in results:
+        for series in result.get("series", []):
+            values = series.get("values") or []
+            if not values:
+                continue
+            for j, name in enumerate(series["columns"]):
+                name = renames.get(name, name)
+                if name == "time":
+                    continue
+                cols.setdefault(name, [None] * n).extend(row[j] for row in values)
+            for name, v in (series.get("tags") or {}).items():
+                cols.setdefault(renames.get(name, name), [None] * n).extend([v] * len(values))
+            cols[ELEMENT].extend([element] * len(values))
+            n += len(values)
+            for got in cols.values():  # a column this series lacks: null on its rows
+                if len(got) < n:
+                    got.extend([None] * (n - len(got)))
+    return pl.DataFrame(cols, strict=False) if n else pl.DataFrame()
 
 
 def shape(qid: str, frame: pl.DataFrame, header: MarketHeader) -> pa.Table:
@@ -493,31 +509,32 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
     def _merge(self, header: MarketHeader, stmts: list[tuple[Any, str]],
                results: list[dict[str, Any]], market: MarketParams) -> pl.DataFrame:
         """The statements' rows, those of one ``each`` element joined on the key columns (the
-        grid's rows kept where a statement found nothing), then every element's together."""
+        grid's rows kept where a statement found nothing), every element's at once: one frame
+        per statement of the file (:func:`statement_rows`, the element a column), joined on
+        (element, key)."""
         col = header.each[0] if header.each else None
-        per: dict[Any, list[pl.DataFrame]] = {}
-        for (value, _), result in zip(stmts, results, strict=True):
-            fr = frame_of(result, {})
-            fr = fr.rename({k: v for k, v in header.renames.items() if k in fr.columns})
-            per.setdefault(value, []).append(fr.drop("time", strict=False))
         binds = market.bindings()
-        keys = [k for k in header.key if k != col]
-        out = []
-        for value, frames in per.items():
-            joined: pl.DataFrame | None = None
-            if header.grid is not None:
-                gcol, glist = header.grid
-                joined = pl.DataFrame({gcol: binds[glist]}, schema={gcol: pl.String})
-            for fr in frames:
-                if fr.width == 0:
-                    continue  # no series: nothing found
-                if joined is None:
-                    joined = fr
-                else:
-                    joined = joined.join(fr, on=keys, how="left" if header.grid else "full", coalesce=True)
-            if joined is not None and joined.height:
-                out.append(joined if col is None else joined.with_columns(pl.lit(bound_value(value)).alias(col)))
-        return pl.concat(out, how="diagonal_relaxed") if out else pl.DataFrame()
+        values = binds[header.each[1]] if header.each else [None]
+        per = len(stmts) // len(values)  # the file's statements, repeated per element in order
+        keys = [ELEMENT, *(k for k in header.key if k != col)]
+        joined: pl.DataFrame | None = None
+        if header.grid is not None:
+            gcol, glist = header.grid
+            joined = pl.DataFrame({ELEMENT: range(len(values))}, schema={ELEMENT: pl.Int64}).join(
+                pl.DataFrame({gcol: binds[glist]}, schema={gcol: pl.String}), how="cross")
+        for p in range(per):
+            fr = statement_rows(((i // per, results[i]) for i in range(p, len(results), per)), header.renames)
+            if fr.width == 0:
+                continue  # no series for any element: nothing found
+            fr = fr.with_columns(pl.col(ELEMENT).cast(pl.Int64))
+            joined = fr if joined is None else joined.join(
+                fr, on=keys, how="left" if header.grid else "full", coalesce=True)
+        if joined is None or not joined.height:
+            return pl.DataFrame()
+        if col is not None:
+            each = pl.Series(col, [bound_value(v) for v in values], strict=False)
+            joined = joined.with_columns(each.gather(joined[ELEMENT]))
+        return joined.drop(ELEMENT)
 
     def market_explain(self, qid: str, text: str) -> str:
         """``EXPLAIN ANALYZE`` of each statement of the query's first ``each`` element (InfluxQL

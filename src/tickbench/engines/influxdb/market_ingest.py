@@ -15,7 +15,9 @@ the day once, before the clock, and each payload takes its rows' numbers from it
 between two payloads, or two writers, keep the numbers the load gives them.
 
 A point is in InfluxDB's cache, and visible to a new query, before its write is acknowledged
-(after the WAL fsync), so :meth:`InfluxMarketIngest.market_ingest_count` is a plain count.
+(after the WAL fsync), so :meth:`InfluxMarketIngest.market_ingest_count` is a plain count; the
+during-ingest cell's watcher takes it in a process of its own (:class:`_Counter`, plain data:
+the port, the store's database and the run's credentials, its connection opened there).
 """
 
 from __future__ import annotations
@@ -31,9 +33,9 @@ import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
 from tickbench.datasets.market.params import MarketParams
-from tickbench.engines.base import EngineUnavailable, MarketIngest, MarketReader, StreamTarget
+from tickbench.engines.base import EngineUnavailable, MarketCounter, MarketIngest, MarketReader, StreamTarget
 from tickbench.engines.influxdb.market import LINES, batches, bound_value, instrument_lines, quote_ties, trade_tape
-from tickbench.engines.influxdb.server import QUERY_IDLE_S
+from tickbench.engines.influxdb.server import QUERY_IDLE_S, query_results
 from tickbench.engines.influxdb.writer import LinePostTarget, Session
 from tickbench.engines.server import ReaderPool
 
@@ -156,9 +158,11 @@ class InfluxMarketIngest(MarketIngest):
         if table not in COUNT:
             raise ValueError(f"not a streamed market table: {table!r}")
         assert self.mi_counts is not None
-        results = self._query(COUNT[table], db=self._store(), params={"upto": int(upto_ns)},
-                              session=self.mi_counts.get())
-        return sum(int(s["values"][0][1]) for s in results[0].get("series", []))
+        return _count(self.mi_counts.get(), self._store(), table, upto_ns)
+
+    def market_ingest_counter(self) -> MarketCounter:
+        """The counts over a connection of the watcher's own process, with the run's credentials."""
+        return _Counter(self.http_port, self._store(), self.http_auth())
 
     def market_ingest_reader(self) -> MarketReader:
         return _Reader(self, self._store())
@@ -175,6 +179,40 @@ class InfluxMarketIngest(MarketIngest):
             # and the cell's own error is the one to report.
             with contextlib.suppress(RuntimeError, OSError):
                 self._query(f'DROP DATABASE "{db}"', db="")
+
+
+def _count(session: Session, db: str, table: str, upto_ns: int) -> int:
+    """``table``'s points in ``db`` at or before ``upto_ns`` (a statement of :data:`COUNT`)."""
+    if table not in COUNT:
+        raise ValueError(f"not a streamed market table: {table!r}")
+    results = query_results(session.request, COUNT[table], db, {"upto": int(upto_ns)})
+    return sum(int(s["values"][0][1]) for s in results[0].get("series", []))
+
+
+class _Counter(MarketCounter):
+    """``market_ingest_count`` from another process: a keep-alive connection of its own, opened
+    at first use (a connection cannot be pickled), with the run's credentials."""
+
+    def __init__(self, port: int, db: str, auth: dict[str, str]) -> None:
+        self.port, self.db, self.auth = port, db, dict(auth)
+        self.session: Session | None = None
+
+    def count(self, table: str, upto_ns: int) -> int:
+        if self.session is None:
+            self.session = Session(self.port, self.auth)
+        try:
+            return _count(self.session, self.db, table, upto_ns)
+        except BaseException:
+            self.close()  # a failed request's connection is not reused
+            raise
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "session": None}  # the connection stays in the process that opened it
 
 
 class _Reader(MarketReader):

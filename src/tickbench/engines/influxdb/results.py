@@ -206,7 +206,22 @@ def ingest_table(table: str, series: list[dict[str, Any]]) -> pa.Table:
 # filter's predicate, which InfluxDB then pushes down to the storage engine (a ``contains()`` of
 # an array it cannot). Answers come back as CSV with the ``datatype`` annotation.
 
+#
+# A list's elements can also name columns, by their place in the list, never by their value:
+# ``@index(r.col, list)`` is the place ("0", "1", …) of the element ``r.col`` equals (an error if
+# none: ``die``), which a pivot makes column names of (``b0``, ``b1``, …); ``@fill(b, list)``
+# fills each of those columns from the row before (``fill(column: "b0", usePrevious: true) |>
+# …``); the line ``@max(m = r.b, list)`` (or ``@min``) in a function's block assigns ``m`` the
+# greatest (least) of the row's ``b0``, ``b1``, … that are not null, through ``m0``, ``m1``, …
+# (if-expressions, no function calls: Flux evaluates them per row). Prefixes and names are
+# lower-case identifiers of the file, places are numbers: no value of the data is ever written
+# into the script.
+
 FLUX_IN = re.compile(r"@in\(\s*r\.([A-Za-z_][A-Za-z0-9_]*)\s*,\s*([a-z][a-z0-9_]*)\s*\)")
+FLUX_INDEX = re.compile(r"@index\(\s*r\.([A-Za-z_][A-Za-z0-9_]*)\s*,\s*([a-z][a-z0-9_]*)\s*\)")
+FLUX_FILL = re.compile(r"@fill\(\s*([a-z][a-z0-9_]*)\s*,\s*([a-z][a-z0-9_]*)\s*\)")
+FLUX_EXTREME = re.compile(
+    r"^([ \t]*)@(max|min)\(\s*([a-z][a-z0-9_]*)\s*=\s*r\.([a-z][a-z0-9_]*)\s*,\s*([a-z][a-z0-9_]*)\s*\)[ \t]*$", re.M)
 FLUX_NAME = re.compile(r"\b[a-z][a-z0-9_]*\b")
 FLUX_META = ("", "result", "table")  # the CSV's annotation column and the result and table numbers
 
@@ -247,7 +262,8 @@ def flux_literal(value: Any) -> dict[str, Any]:
 
 
 def flux_program(text: str, binds: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """A Flux file's script with each ``@in(r.col, list)`` expanded, and the ``extern`` that
+    """A Flux file's script with each ``@in(r.col, list)``, ``@index``, ``@fill``, ``@max`` and
+    ``@min`` expanded (see above), and the ``extern`` that
     binds every name of ``binds`` (lists flattened, see :func:`flux_values`) the script uses."""
     values = flux_values(binds)
 
@@ -259,7 +275,34 @@ def flux_program(text: str, binds: dict[str, Any]) -> tuple[str, dict[str, Any]]
             raise ValueError(f"{m.group(0)}: an empty list")
         return "(" + " or ".join(f"r.{col} == {name}_{i}" for i in range(len(binds[name]))) + ")"
 
+    def places(m: re.Match[str], name: str) -> range:
+        if name not in binds or not isinstance(binds[name], list):
+            raise ValueError(f"{m.group(0)}: {name} is not a list binding")
+        if not binds[name]:
+            raise ValueError(f"{m.group(0)}: an empty list")
+        return range(len(binds[name]))
+
+    def index(m: re.Match[str]) -> str:
+        col, name = m.groups()
+        chain = " else ".join(f'if r.{col} == {name}_{i} then "{i}"' for i in places(m, name))
+        return f'({chain} else die(msg: "{col}: a value not in {name}"))'
+
+    def fill(m: re.Match[str]) -> str:
+        prefix, name = m.groups()
+        return " |> ".join(f'fill(column: "{prefix}{i}", usePrevious: true)' for i in places(m, name))
+
+    def extreme(m: re.Match[str]) -> str:
+        indent, kind, var, prefix, name = m.groups()
+        op = ">" if kind == "max" else "<"
+        lines = [f"{var}0 = r.{prefix}0"]
+        lines += [f"{var}{i} = if not exists {var}{i - 1} or r.{prefix}{i} {op} {var}{i - 1} then r.{prefix}{i} "
+                  f"else {var}{i - 1}" for i in places(m, name)[1:]]
+        return "\n".join(indent + line for line in [*lines, f"{var} = {var}{len(lines) - 1}"])
+
     script = FLUX_IN.sub(any_of, text)
+    script = FLUX_INDEX.sub(index, script)
+    script = FLUX_FILL.sub(fill, script)
+    script = FLUX_EXTREME.sub(extreme, script)
     used = sorted(set(FLUX_NAME.findall(script)) & values.keys())
     body = [{"type": "VariableAssignment", "id": {"type": "Identifier", "name": name},
              "init": flux_literal(values[name])} for name in used]

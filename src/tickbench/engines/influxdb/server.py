@@ -17,6 +17,7 @@ import re
 import shutil
 import string
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,30 @@ MSGPACK = "application/x-msgpack"
 # A query connection idle this long is replaced before its next query (one stale after a long
 # pause would fail it, and no request is ever sent twice).
 QUERY_IDLE_S = 60.0
+
+
+def query_results(request: Callable[..., tuple[int, bytes]], q: str, db: str,
+                  params: dict[str, Any] | None = None, packed: bool = False) -> list[dict[str, Any]]:
+    """POST ``q`` to ``/query`` through ``request`` (``(method, path, body, headers)`` →
+    ``(status, body)``) and return the per-statement results; raise on any error."""
+    form = {"q": q, "db": db, "epoch": "ns"}
+    if params:
+        form["params"] = json.dumps(params)
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    if packed:
+        headers["Accept"] = MSGPACK
+    status, raw = request("POST", "/query", urllib.parse.urlencode(form).encode(), headers)
+    try:
+        doc = msgpack.unpackb(raw) if packed else json.loads(raw)
+    except ValueError:  # an error the server wrote as text
+        raise RuntimeError(f"InfluxDB query failed ({status}): {raw[:500]!r}") from None
+    if status != 200 or "error" in doc:
+        raise RuntimeError(f"InfluxDB query failed ({status}): {doc.get('error', raw[:500])}")
+    results: list[dict[str, Any]] = doc["results"]
+    for r in results:
+        if "error" in r:
+            raise RuntimeError(f"InfluxDB statement {r.get('statement_id')} failed: {r['error']}")
+    return results
 
 
 def bin_dir() -> Path:
@@ -224,25 +249,7 @@ class InfluxDBServer(ServerEngine):
         raise on any error. Times come back as integer nanoseconds (``epoch=ns``). Sent over
         ``session`` when given, else over a connection of its own; ``packed``: the answer as
         MessagePack rather than JSON (same structure, decoded in C)."""
-        form = {"q": q, "db": db, "epoch": "ns"}
-        if params:
-            form["params"] = json.dumps(params)
-        request = session.request if session is not None else self._request
-        headers = {"Content-Type": "application/x-www-form-urlencoded"}
-        if packed:
-            headers["Accept"] = MSGPACK
-        status, raw = request("POST", "/query", urllib.parse.urlencode(form).encode(), headers)
-        try:
-            doc = msgpack.unpackb(raw) if packed else json.loads(raw)
-        except ValueError:  # an error the server wrote as text
-            raise RuntimeError(f"InfluxDB query failed ({status}): {raw[:500]!r}") from None
-        if status != 200 or "error" in doc:
-            raise RuntimeError(f"InfluxDB query failed ({status}): {doc.get('error', raw[:500])}")
-        results: list[dict[str, Any]] = doc["results"]
-        for r in results:
-            if "error" in r:
-                raise RuntimeError(f"InfluxDB statement {r.get('statement_id')} failed: {r['error']}")
-        return results
+        return query_results(session.request if session is not None else self._request, q, db, params, packed)
 
     def _flux(self, script: str, extern: dict[str, Any], session: Session | None = None) -> str:
         """POST a Flux script with its bound values (``extern``: a Flux AST of assignments the

@@ -58,9 +58,15 @@ class QuestDBLoad(QuestDBServer, BulkLoad, Storage):
             rows = sum(self._send_parquet(sender, table, self.table(table), days) for table in TABLES)
             sender.flush()
         self._await(self.table(t) for t in TABLES)
-        if self.endpoint is None:  # the rows are applied and durable; the queries' mode from here
-            self.restart_with(commit_mode=QUERY_COMMIT_MODE)
+        self.into_query_mode()
         return rows
+
+    def into_query_mode(self) -> None:
+        """After a query store's load (the paper's and the market's alike): its rows are committed
+        durably under sync; the query cells run under :data:`QUERY_COMMIT_MODE`, the server
+        restarted into it (on tickbench's own server only)."""
+        if self.endpoint is None:
+            self.restart_with(commit_mode=QUERY_COMMIT_MODE)
 
     # ---- W ---------------------------------------------------------------------------------
 
@@ -105,8 +111,9 @@ class QuestDBLoad(QuestDBServer, BulkLoad, Storage):
                                    "durability": self._w_durability()})
 
     def bulk_prepare(self) -> None:
-        """W commits durably: the server runs under sync again (the query cells left it in
-        :data:`~tickbench.engines.questdb.server.QUERY_COMMIT_MODE`), restarted before W's clock."""
+        """W (and M-W, :meth:`~tickbench.engines.questdb.market.QuestDBMarket.market_bulk_prepare`)
+        commits durably: the server runs under sync again (the query cells left it in
+        :data:`~tickbench.engines.questdb.server.QUERY_COMMIT_MODE`), restarted before the clock."""
         if self.endpoint is None:
             self.restart_with(commit_mode=DEFAULT_COMMIT_MODE)
 

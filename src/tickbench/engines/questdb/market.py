@@ -95,6 +95,8 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
         def _stage_parquet(self, table: str, stage_name: str) -> tuple[list[str], int]: ...
         def start(self) -> None: ...
         def stop(self) -> None: ...
+        def into_query_mode(self) -> None: ...
+        def bulk_prepare(self) -> None: ...
 
     def query_bindings(self) -> dict[str, Any]:
         """What the query files bind: the market suite's :func:`market_bindings`, or the
@@ -153,6 +155,7 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
             rows += sum(self._send_market(sender, table, table, days) for table in MARKET_TABLES)
             sender.flush()
         self._await(MARKET_TABLES)
+        self.into_query_mode()  # the paper's load does the same: both datasets' queries under one mode
         return rows
 
     # ---- M-W -------------------------------------------------------------------------------
@@ -168,6 +171,11 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
                 self._exec(f"DROP TABLE IF EXISTS {name}")
         tag = uuid.uuid4().hex[:12]
         return {t: f"{kind}_{fmt}_{t}_{tag}" for t in MARKET_TABLES}
+
+    def market_bulk_prepare(self) -> None:
+        """M-W commits under W's durable setting: W's own preparation (sync, restarted before
+        the clock)."""
+        self.bulk_prepare()
 
     def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
         """M-W into fresh tables ``mw_<fmt>_<table>_<tag>`` created from ``market_schema.sql`` (the

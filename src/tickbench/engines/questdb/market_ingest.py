@@ -6,12 +6,16 @@ running server beside the loaded market tables for each store, the instruments l
 
 * Writers: the stream suite's writer processes, each with its own ILP/HTTP sender, through the
   ingest store's :class:`~.writer.IlpTarget` aimed at these tables (one payload, one WAL
-  transaction); acknowledged under the server's ``cairo.commit.mode`` (``sync`` unless an ingest
-  suite restarted it otherwise, as the market load's durability asks).
+  transaction); acknowledged under the query cells' ``cairo.commit.mode``
+  (:data:`~.server.QUERY_COMMIT_MODE`, into which the open restarts the server if M-W or an
+  ingest suite left it otherwise), so that the queries during and alone run as the market
+  query cells do.
 * Visibility: a WAL transaction is acknowledged once committed and visible once QuestDB's apply
   job has applied it; :meth:`QuestDBMarketIngest.market_ingest_count` counts what a new query
   sees now (an interval scan of the designated timestamp), which is the visibility the suite
-  measures.
+  measures. The cell's watcher takes the same count in a process of its own
+  (:meth:`QuestDBMarketIngest.market_ingest_counter`: its own HTTP connection, opened there with
+  the run's credentials).
 * Readers: each user its own kept-alive HTTP connection, the market query file sent to ``/exec``
   as the market users' queries are, its table names after ``FROM`` rewritten to the store's.
 """
@@ -21,14 +25,16 @@ from __future__ import annotations
 import contextlib
 import http.client
 import re
+import urllib.parse
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import pyarrow as pa
 
 from tickbench.datasets.market.params import MarketParams, iso_ns
-from tickbench.engines.base import EngineUnavailable, MarketIngest, MarketReader, StreamTarget
+from tickbench.engines.base import EngineUnavailable, MarketCounter, MarketIngest, MarketReader, StreamTarget
 from tickbench.engines.questdb.ingest import ILP_REQUEST_TIMEOUT_MS
 from tickbench.engines.questdb.market import MARKET_SYMBOLS, MARKET_TABLES, market_bindings
 from tickbench.engines.questdb.schema import bind
@@ -54,6 +60,14 @@ def store_sql(text: str, names: dict[str, str]) -> str:
     return TABLE_REF.sub(lambda m: m.group(1) + m.group(2) + names[m.group(3)], text)
 
 
+def count_sql(names: dict[str, str], table: str, upto_ns: int) -> str:
+    """The visibility count of the store's ``table`` (one of ``names``): rows of the applied WAL
+    transactions with ``ts <= upto_ns``, what a new query sees now."""
+    if table not in MARKET_TABLES:
+        raise ValueError(f"not a streamed market table: {table!r}")
+    return f"SELECT count() FROM {names[table]} WHERE ts <= '{iso_ns(upto_ns)}'"
+
+
 class QuestDBMarketIngest(MarketIngest):
     """The market ingest capability of QuestDB's adapter, on its running server."""
 
@@ -70,6 +84,8 @@ class QuestDBMarketIngest(MarketIngest):
         def _market_create(self, table: str, name: str) -> None: ...
         def _load_instruments(self, name: str = "instruments") -> int: ...
         def ilp_auth(self) -> str: ...
+        def http_auth(self) -> dict[str, str]: ...
+        def into_query_mode(self) -> None: ...
 
     #: The open store's tables: market table -> the server's name.
     mi_names: dict[str, str] | None = None
@@ -82,6 +98,7 @@ class QuestDBMarketIngest(MarketIngest):
         if self.endpoint is not None:
             raise EngineUnavailable("the market suite runs on tickbench's own QuestDB server, not an external endpoint")
         self.market_ingest_close()
+        self.into_query_mode()  # the market query cells' mode, whichever cell ran before
         for row in self._rows("SELECT table_name FROM tables()"):
             if STORE_TABLE.fullmatch(str(row["table_name"])):
                 self._exec(f"DROP TABLE IF EXISTS {row['table_name']}")
@@ -106,10 +123,12 @@ class QuestDBMarketIngest(MarketIngest):
 
     def market_ingest_count(self, table: str, upto_ns: int) -> int:
         """Rows of the applied WAL transactions with ``ts <= upto_ns``: what a new query sees."""
-        if table not in MARKET_TABLES:
-            raise ValueError(f"not a streamed market table: {table!r}")
-        sql = f"SELECT count() FROM {self._names()[table]} WHERE ts <= '{iso_ns(upto_ns)}'"
-        return int(self._exec(sql, pool=self.mi_counts)["dataset"][0][0])
+        return int(self._exec(count_sql(self._names(), table, upto_ns), pool=self.mi_counts)["dataset"][0][0])
+
+    def market_ingest_counter(self) -> MarketCounter:
+        """The same counts from the watcher's own process: the server's address, the run's
+        HTTP credentials and the store's names, plain data."""
+        return _Counter(LOOPBACK, self.ports["http"], self.http_auth(), self._names())
 
     def market_ingest_reader(self) -> MarketReader:
         return _Reader(self, self._names())
@@ -125,6 +144,38 @@ class QuestDBMarketIngest(MarketIngest):
         with contextlib.suppress(RuntimeError, OSError):
             for name in (names or {}).values():
                 self._exec(f"DROP TABLE IF EXISTS {name}")
+
+
+class _Counter(MarketCounter):
+    """:meth:`QuestDBMarketIngest.market_ingest_count` from another process: one kept-alive HTTP
+    connection of its own to ``/exec``, opened at first use."""
+
+    def __init__(self, host: str, port: int, auth: dict[str, str], names: dict[str, str]) -> None:
+        self.host, self.port, self.auth, self.names = host, port, auth, names
+        self.conn: http.client.HTTPConnection | None = None
+
+    def count(self, table: str, upto_ns: int) -> int:
+        sql = count_sql(self.names, table, upto_ns)
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection(self.host, self.port, timeout=3600)
+        try:
+            self.conn.request("GET", "/exec?" + urllib.parse.urlencode({"query": sql}), headers=self.auth)
+            resp = self.conn.getresponse()
+            body = resp.read()
+        except (OSError, http.client.HTTPException):
+            self.close()  # a connection the server closed: a new one at the next count
+            raise
+        if resp.will_close:
+            self.close()
+        answer = orjson.loads(body)
+        if resp.status != 200 or "error" in answer:
+            raise RuntimeError(f"QuestDB: {answer.get('error', body[:500])} in: {sql[:200]}")
+        return int(answer["dataset"][0][0])
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
 
 class _Reader(MarketReader):

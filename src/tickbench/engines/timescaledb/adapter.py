@@ -41,8 +41,9 @@ COLUMNSTORE_SETTINGS = ("SELECT hypertable::text, segmentby, orderby "
 
 class Adapter(TimescaleMarket, pg.Adapter):
     """PostgreSQL with TimescaleDB: hypertables, the loaded data in the columnstore. Its files
-    (hypertables.sql, ingest.sql, ingest_latest.sql, queries/) are this folder's; the plain tables
-    are PostgreSQL's schema.sql."""
+    (hypertables.sql, ingest.sql, ingest_latest.sql, the queries/ that differ from PostgreSQL's)
+    are this folder's; the plain tables are PostgreSQL's schema.sql, the other queries PostgreSQL's
+    (``queries_from`` in engine.toml)."""
 
     server_name = "timescaledb"
     port_env = "TICKBENCH_TIMESCALEDB_PORT"  # a fixed port instead of a free one (refused if taken)

@@ -9,14 +9,13 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import latency, verify
+from tickbench.datasets.paper.spec import QUERY_IDS
 from tickbench.engines.base import Server, SharedReaders
 from tickbench.results import Record
 from tickbench.run.cell import CellContext, Worker
-from tickbench.suites.base import Option, Options, Suite, WorkerOp
+from tickbench.suites.base import Option, Options, Suite, WorkerOp, parse_counts
 from tickbench.suites.concurrency import report as report_module
 from tickbench.suites.concurrency.ops import mix_op
-from tickbench.suites.published import QUERY_IDS
-from tickbench.suites.stream.suite import parse_counts
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine

@@ -20,10 +20,9 @@ from tickbench import latency, verify
 from tickbench.datasets.market.params import MarketParams
 from tickbench.datasets.market.reference import answer
 from tickbench.engines.base import MarketIngest
+from tickbench.suites.base import rate_label
+from tickbench.suites.harness import batch_size, bound
 from tickbench.suites.market.users import SHARED_KEY, Users, client_bound, summarise_ms
-from tickbench.suites.stream.harness import bound
-from tickbench.suites.stream.ops import batch_size
-from tickbench.suites.stream.suite import rate_label
 
 if TYPE_CHECKING:
     from tickbench.results import Record

@@ -2,7 +2,7 @@
 queries?"), inside the engine process: a fixed span of day D (its first minutes of quotes and
 trades, the same events for every engine) replayed in time order through the engine's streaming
 path (:class:`~tickbench.engines.base.MarketIngest`) by the stream suite's writers
-(:mod:`tickbench.suites.stream.harness`), while users, each with its own reader, run M-SNAP over
+(:mod:`tickbench.suites.harness`), while users, each with its own reader, run M-SNAP over
 the rows already visible. Two controls go with it:
 
 * *ingest alone*: the same writers, payloads and rate into a fresh store first, with no users
@@ -43,7 +43,7 @@ from tickbench.data.dataset import Dataset
 from tickbench.datasets.base import params_from_dict
 from tickbench.datasets.market.params import MarketParams
 from tickbench.engines.base import Engine, MarketCounter, MarketIngest, MarketReader, Server, capability
-from tickbench.suites.stream.harness import Child, Destination, Plan, Sink, Writers
+from tickbench.suites.harness import Child, Destination, Plan, Sink, Writers
 
 perf = time.perf_counter_ns
 # The queries-alone control: each user re-runs this many of its during-ingest probe sets (evenly
@@ -417,7 +417,7 @@ class _CounterCounts:
 
 
 def watcher_main(counter: MarketCounter, ts: dict[str, np.ndarray], open_ns: int, end_ns: int, conn: Any) -> None:
-    """The watcher in a process of its own (:class:`~tickbench.suites.stream.harness.Child`):
+    """The watcher in a process of its own (:class:`~tickbench.suites.harness.Child`):
     report ready, then check back to back, sending each advance ``("mark", start, end, W)``,
     until the parent's stop; then ``("done", polls, error)``."""
     mark = Watermark(_CounterCounts(counter), ReplayedTs(ts, open_ns, end_ns))

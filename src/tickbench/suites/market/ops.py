@@ -46,6 +46,7 @@ def bulk_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     path, or the engine's own simplest with ``baseline``); the clock stops when it is queryable."""
     bulk = capability(adapter, MarketBulkLoad)
     load = bulk.market_baseline_load if msg.get("baseline") else bulk.market_bulk_load
+    bulk.market_bulk_prepare()
     t0 = time.perf_counter_ns()
     figures = load(msg["fmt"], Path(msg["scratch"]))
     wait_visible(adapter)

@@ -19,7 +19,7 @@ from tickbench.engines.base import Market
 from tickbench.report.widgets import PageParts, Section, SuiteView
 from tickbench.results import Record
 from tickbench.run.cell import CellContext
-from tickbench.suites.base import Option, OptionError, Options, Suite, WorkerOp
+from tickbench.suites.base import Option, Options, Suite, WorkerOp, parse_counts, parse_rates, rate_label
 from tickbench.suites.cells import Cells, LoadStorageFigures
 from tickbench.suites.market import BY_ID, LOADS, QUERY_IDS, during_ingest
 from tickbench.suites.market import report as report_module
@@ -28,7 +28,6 @@ from tickbench.suites.market.ingest_ops import ingest_op
 from tickbench.suites.market.ops import bulk_op, load_op, storage_op, users_op
 from tickbench.suites.market.users import CATEGORY, UI_USERS, VWAB_USERS, Users, UsersFigures, parse_id
 from tickbench.suites.market.users import cell_ids as users_cells
-from tickbench.suites.stream.suite import parse_counts, parse_rates, rate_label
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine, EngineInfo
@@ -50,13 +49,6 @@ def _positive(v: float) -> str | None:
     return None if v > 0 else "must be positive"
 
 
-def _ingest_rates(text: str) -> tuple[int | None, ...]:
-    try:
-        return parse_rates(text)
-    except OptionError as exc:
-        raise OptionError(str(exc).replace("--stream-rates", "--ingest-rates")) from None
-
-
 class MarketSuite(Suite):
     name = "market"
     title = "The market suite (many instruments, after STAC-M3)"
@@ -72,8 +64,8 @@ class MarketSuite(Suite):
         Option("ui_users", UI_USERS, "concurrent users of M-SNAP and M-STATS-UI, each with its own parameters "
                "(0: none), and of M-SNAP during ingest", check=_non_negative),
         Option("ingest_rates", during_ingest.RATES, "M-SNAP during ingest: day D's events replayed at these "
-               "rates, events/s or max", kind="text", parse=_ingest_rates, text_default="10000,100000,max",
-               decode=tuple),
+               "rates, events/s or max", kind="text", parse=lambda t: parse_rates(t, "--ingest-rates"),
+               text_default="10000,100000,max", decode=tuple),
         Option("ingest_writers", during_ingest.WRITERS, "M-SNAP during ingest: writer clients per cell",
                kind="text", parse=lambda t: parse_counts(t, "--ingest-writers"), text_default="1,2", decode=tuple),
         Option("ingest_minutes", during_ingest.SPAN_MINUTES, "M-SNAP during ingest: every cell replays day D's "

@@ -15,7 +15,7 @@ back. Every answer of every user is checked against the reference over that user
 (a wrong one makes the cell wrong, naming the user). Beside each cell, the harness's own
 ceiling: the same users, in the same processes, decoding a real answer of theirs as their client
 does, with no engine behind it (:meth:`~tickbench.engines.base.Engine.client_decoder`); a figure
-within :data:`~tickbench.suites.stream.harness.CLIENT_BOUND_FACTOR` of it is marked client-bound.
+within :data:`~tickbench.suites.harness.CLIENT_BOUND_FACTOR` of it is marked client-bound.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from tickbench.datasets.market.reference import answer
 from tickbench.engines.base import ProcessClients, Server, SharedReaders
 from tickbench.results import Stats
 from tickbench.run.cell import CellContext, Worker
-from tickbench.suites.stream.harness import bound
+from tickbench.suites.harness import bound
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine

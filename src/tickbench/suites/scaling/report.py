@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from tickbench.datasets.paper.spec import QUERY_IDS
 from tickbench.report.widgets import (
     DASHES,
     LINE_COLORS,
@@ -23,7 +24,6 @@ from tickbench.report.widgets import (
 )
 from tickbench.results import Record
 from tickbench.suites.base import AddChart
-from tickbench.suites.published import QUERY_IDS
 
 DESCRIPTION = ("Each query over a day, a week and a month at two scale factors: median latency against the "
                "rows the query reads.")

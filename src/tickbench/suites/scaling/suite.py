@@ -16,10 +16,10 @@ from tickbench.data.dataset import Dataset, DatasetError
 from tickbench.datasets.base import generate, open_dataset
 from tickbench.datasets.paper import reference
 from tickbench.datasets.paper.params import QueryParams, span_params
+from tickbench.datasets.paper.spec import QUERY_IDS
 from tickbench.results import Record, Stats
 from tickbench.run.cell import CellContext, EngineError, Worker
 from tickbench.suites.base import Option, Options, Suite, WorkerOp
-from tickbench.suites.published import QUERY_IDS
 from tickbench.suites.scaling import report as report_module
 from tickbench.suites.scaling.ops import params_op
 

@@ -1,5 +1,5 @@
 """The stream suite's work inside the engine's worker: replay the bulk-load day's events at a
-target rate through writer processes (:mod:`.harness`), poll for visibility, time the snapshot
+target rate through writer processes (:mod:`tickbench.suites.harness`), poll for visibility, time the snapshot
 query, measure the harness ceiling on the same writers and the engine's bulk path on the same
 rows; every latency goes into an HDR histogram that the parent merges and records.
 
@@ -10,7 +10,6 @@ threads of the worker.
 
 from __future__ import annotations
 
-import math
 import shutil
 import threading
 import time
@@ -24,9 +23,9 @@ import pyarrow.parquet as pq
 from tickbench import latency
 from tickbench.datasets.paper.calendar import BULK_DAY
 from tickbench.engines.base import Engine, Ingest, Server, capability
-from tickbench.run.faults import faults_of, stream_delays
+from tickbench.run.faults import faults_of
 from tickbench.run.visibility import wait_visible
-from tickbench.suites.stream.harness import Destination, Plan, Run, Sink, Writers, row_latencies
+from tickbench.suites.harness import Destination, Plan, Run, Sink, Writers, batch_size, row_latencies
 
 perf = time.perf_counter_ns
 
@@ -35,18 +34,22 @@ MAX_REPLAY_BYTES = 192 << 20  # Arrow bytes of those events at most (writers cop
 TABLE_CODES = ("trades", "book")
 
 
+def stream_delays(fault: dict[str, str]) -> dict[str, float]:
+    """The stream suite's test-only delays (seconds) from the faults injected into the adapter
+    (:func:`tickbench.run.faults.faults_of`): ``writer_delay=SECONDS`` before every send of every
+    writer, to the engine and to the sinks alike (a slower client); ``ack_delay=SECONDS`` after
+    every acknowledgement of the engine (a slower engine; the harness's sinks are not slowed);
+    ``stall=SECONDS@N`` delays the engine's acknowledgement of the cell's Nth payload once
+    (``stall_s`` on payload ``stall_nth``)."""
+    stall_s, _, nth = fault.get("stall", "").partition("@")
+    return {"writer_delay": float(fault.get("writer_delay", 0)), "ack_delay": float(fault.get("ack_delay", 0)),
+            "stall_s": float(stall_s or 0), "stall_nth": int(nth or 1)}
+
+
 def stream_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     """The worker operation ``stream``: one cell (:func:`stream_cell`)."""
     return stream_cell(adapter, Path(msg["store"]), msg["rate"], msg["writers"], msg["seconds"],
                        msg["max_batch"], msg.get("linger", 0.01), tuple(msg.get("tables", TABLE_CODES)))
-
-
-def batch_size(rate: int | None, max_batch: int, linger: float) -> int:
-    """Events per payload: ``max_batch`` as fast as possible; at a fixed rate, at most the
-    events due within ``linger`` seconds (a batch waits for its last event), at least one."""
-    if rate is None:
-        return max_batch
-    return max(1, min(max_batch, math.ceil(rate * linger)))
 
 
 class Replay:

@@ -10,10 +10,10 @@ from pydantic import BaseModel, ConfigDict
 from tickbench import latency
 from tickbench.results import Record
 from tickbench.run.cell import CellContext, Worker
-from tickbench.suites.base import Option, OptionError, Options, Suite, WorkerOp
+from tickbench.suites.base import Option, OptionError, Options, Suite, WorkerOp, parse_counts, parse_rates, rate_label
+from tickbench.suites.harness import CLIENT_BOUND_FACTOR, bound
 from tickbench.suites.ingest import requires_ingest
 from tickbench.suites.stream import report as report_module
-from tickbench.suites.stream.harness import CLIENT_BOUND_FACTOR, bound
 from tickbench.suites.stream.ops import stream_op
 
 if TYPE_CHECKING:
@@ -22,38 +22,12 @@ if TYPE_CHECKING:
 RATES: tuple[int | None, ...] = (10_000, 100_000, 1_000_000, None)  # None: as fast as possible
 
 
-def parse_rates(text: str) -> tuple[int | None, ...]:
-    """``"10000,100000,max"`` → ``(10000, 100000, None)``; ``max`` is as fast as possible."""
-    out: list[int | None] = []
-    for item in text.split(","):
-        item = item.strip().lower()
-        if item == "max":
-            out.append(None)
-        elif item.isascii() and item.isdigit() and int(item) > 0:  # "²" is a digit to isdigit(), not to int()
-            out.append(int(item))
-        else:
-            raise OptionError(f"--stream-rates {text}: expected positive events/s or 'max', e.g. 10000,100000,max")
-    return tuple(dict.fromkeys(out))  # a rate given twice, once
-
-
-def parse_counts(text: str, option: str) -> tuple[int, ...]:
-    """``"1,2,4"`` → ``(1, 2, 4)``, every count positive; a count given twice (``1,01,1``) once."""
-    items = [s.strip() for s in text.split(",")]
-    if not all(s.isascii() and s.isdigit() and int(s) > 0 for s in items):  # "²".isdigit() is True
-        raise OptionError(f"{option} {text}: expected positive integers separated by commas, e.g. 1,2,4")
-    return tuple(dict.fromkeys(int(s) for s in items))
-
-
 def parse_tables(text: str) -> tuple[str, ...]:
     """``"trades,book"`` → ``("trades", "book")``: the tables whose events a cell replays."""
     items = tuple(s.strip() for s in text.split(",") if s.strip())
     if not items or any(t not in ("trades", "book") for t in items) or len(set(items)) != len(items):
         raise OptionError(f"--stream-tables {text}: expected trades,book, book or trades")
     return items
-
-
-def rate_label(rate: int | None) -> str:
-    return "max" if rate is None else str(rate)
 
 
 def stream_id(rate: int | None, writers: int) -> str:
@@ -142,7 +116,8 @@ class StreamSuite(Suite):
     order = 20
     summary = "the day's events replayed at fixed rates by n writers: throughput, latency, visibility"
     options = (
-        Option("stream_rates", RATES, "target rates, events/s or max", kind="text", parse=parse_rates,
+        Option("stream_rates", RATES, "target rates, events/s or max", kind="text",
+               parse=lambda t: parse_rates(t, "--stream-rates"),
                text_default="10000,100000,1000000,max", decode=lambda raw: tuple(raw)),
         Option("stream_writers", (1, 2), "writer clients per cell, e.g. 1,2,4", kind="text",
                parse=lambda t: parse_counts(t, "--stream-writers"), text_default="1,2", decode=tuple),

@@ -1,5 +1,6 @@
-"""The stream suite's load generator: writer *processes* fed input encoded before the clock,
-and the sink that gives the harness's own ceiling.
+"""The streaming load generator, shared by the suites that replay events into an engine (the
+stream suite, the market suite's queries during ingest; not a suite itself): writer *processes*
+fed input encoded before the clock, and the sink that gives the harness's own ceiling.
 
 A plan cuts the replayed events into batches of ``batch`` events (a batch holding both tables
 is two payloads, one per table, sent back to back) and deals them round-robin to ``writers``
@@ -28,6 +29,7 @@ import contextlib
 import ctypes
 import importlib
 import itertools
+import math
 import os
 import signal
 import socket
@@ -55,6 +57,15 @@ READY_TIMEOUT_S = 300.0
 
 
 # -- the plan ---------------------------------------------------------------------------------
+
+
+def batch_size(rate: int | None, max_batch: int, linger: float) -> int:
+    """Events per payload: ``max_batch`` as fast as possible; at a fixed rate, at most the
+    events due within ``linger`` seconds (a batch waits for its last event), at least one."""
+    if rate is None:
+        return max_batch
+    return max(1, min(max_batch, math.ceil(rate * linger)))
+
 
 
 @dataclass
@@ -303,7 +314,7 @@ class Child:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         # The parent's pid goes in the code: a child that looked it up itself after the parent
         # was killed would watch its new parent (init) and outlive the run.
-        code = f"from tickbench.suites.stream.harness import _child; _child({theirs.fileno()}, {os.getpid()})"
+        code = f"from tickbench.suites.harness import _child; _child({theirs.fileno()}, {os.getpid()})"
         self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[theirs.fileno()], env=env,
                                      stdin=subprocess.DEVNULL)
         theirs.close()

@@ -36,7 +36,7 @@ from tickbench.data.dataset import (
     run_tasks,
 )
 from tickbench.data.violations import ValidationReport
-from tickbench.datasets.base import KindSpec, RunParams
+from tickbench.datasets.base import DatasetKind, KindSpec, RunParams
 from tickbench.datasets.market import calendar as mc
 from tickbench.datasets.market import reference
 from tickbench.datasets.market.generator import generate_block
@@ -122,8 +122,8 @@ class MarketKind:
     name = KIND_NAME
     title = "many instruments quoted on eight venues over 20 trading days (SPEC §1.3)"
     schemas: Mapping[str, pa.Schema] = MARKET_SCHEMAS
-    tables = MARKET_TABLES
-    options = ("universe",)
+    tables: tuple[str, ...] = MARKET_TABLES
+    options: tuple[str, ...] = ("universe",)
     generator_version = MARKET_GENERATOR_VERSION
     spec = KindSpec(queries=reference.QUERIES, columns=reference.COLUMNS, sort=reference.SORT,
                     rel_tol=verify.REL_TOL, abs_floor=verify.ABS_FLOOR)
@@ -181,4 +181,4 @@ class MarketKind:
         return reference.answer(qid, dataset, params)
 
 
-KIND = MarketKind()
+KIND: DatasetKind = MarketKind()

@@ -40,7 +40,7 @@ from tickbench.data.dataset import (
     run_tasks,
 )
 from tickbench.data.derive import derive_params
-from tickbench.datasets.base import KindSpec, RunParams
+from tickbench.datasets.base import DatasetKind, KindSpec, RunParams
 from tickbench.datasets.paper import calendar as cal
 from tickbench.datasets.paper import reference
 from tickbench.datasets.paper.generator import generate_partition
@@ -98,8 +98,8 @@ class PaperKind:
     name = "paper"
     title = "the reference paper's three instruments (SPEC §1.1)"
     schemas: Mapping[str, pa.Schema] = SCHEMAS
-    tables = TABLES
-    options = ("symbols",)
+    tables: tuple[str, ...] = TABLES
+    options: tuple[str, ...] = ("symbols",)
     generator_version = GENERATOR_VERSION
     spec = KindSpec(queries=QUERY_IDS, columns={q.id: q.columns for q in QUERIES},
                     sort={q.id: q.sort_by for q in QUERIES}, rel_tol=verify.REL_TOL, abs_floor=verify.ABS_FLOOR)
@@ -175,4 +175,4 @@ class PaperKind:
         return reference.answer(qid, dataset, params)
 
 
-KIND = PaperKind()
+KIND: DatasetKind = PaperKind()

@@ -5,9 +5,10 @@ A dataset kind (``--dataset paper``, ``--dataset market``) is a plug-in: one fol
 ``kind.py`` defines ``KIND``, an object of the :class:`DatasetKind` protocol. The folder holds
 everything particular to the kind: its calendar, generator, schema, validation, parameters,
 reference implementation and its spec (:class:`KindSpec`). Everything every kind shares (the
-manifest, the content hash, file naming, the partition writer and reader, the importers' common
-code) is :mod:`tickbench.data`'s. Nothing outside a kind's folder asks which kind a dataset is:
-it calls the kind object (``kind(name)``, or a dataset's :attr:`Dataset.kind`).
+manifest, the content hash, file naming, the generation machinery, the partition reader, the
+importers) is :mod:`tickbench.data`'s. Code outside a kind's folder does not compare a dataset's
+kind with one it knows: it calls the kind object (:func:`kind`, :func:`kind_of`), and an engine
+names the kinds it serves (:func:`tickbench.engines.base.by_kind`).
 
 A dataset's manifest names its kind (``kind``; a manifest without one is the paper's, the only
 kind there was when that field came).
@@ -24,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 import polars as pl
 import pyarrow as pa
@@ -54,7 +55,6 @@ from tickbench.data.violations import DEFAULT_SAMPLES, ValidationReport
 PACKAGES_ENV = "TICKBENCH_DATASET_PACKAGES"
 
 
-@runtime_checkable
 class RunParams(Protocol):
     """A run's concrete parameters on a dataset (each kind has its own class): what the engines'
     query files bind, and their plain-data form for the engine processes."""
@@ -145,8 +145,8 @@ class DatasetKind(Protocol):
         then asked), or None when the content hash is all."""
         ...
 
-    def validate(self, directory: Path, manifest: Manifest, max_samples: int) -> Any:
-        """Every row and file against the kind's invariants: a ``ValidationReport``."""
+    def validate(self, directory: Path, manifest: Manifest, max_samples: int) -> ValidationReport:
+        """Every row and file against the kind's invariants (bad rows reported, not raised)."""
         ...
 
     def params(self, dataset: Dataset, seed: int) -> RunParams:
@@ -271,8 +271,7 @@ def validate(directory: Path, max_samples: int = DEFAULT_SAMPLES) -> ValidationR
     if not directory.is_dir():
         raise DatasetError(f"{directory}: no such directory")
     manifest, k = read_manifest(directory)
-    report: ValidationReport = k.validate(directory, manifest, max_samples)
-    return report
+    return k.validate(directory, manifest, max_samples)
 
 
 def generate(

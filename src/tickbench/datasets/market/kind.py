@@ -166,7 +166,7 @@ class MarketKind:
     def content_check(self, directory: Path, m: Manifest) -> VenuesSeen:
         return VenuesSeen(directory, m)
 
-    def validate(self, directory: Path, manifest: Manifest, max_samples: int) -> Any:
+    def validate(self, directory: Path, manifest: Manifest, max_samples: int) -> ValidationReport:
         return validate_market(directory, manifest, ValidationReport(str(directory), max_samples=max_samples))
 
     def params(self, dataset: Dataset, seed: int) -> RunParams:

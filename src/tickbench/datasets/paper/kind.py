@@ -40,6 +40,7 @@ from tickbench.data.dataset import (
     run_tasks,
 )
 from tickbench.data.derive import derive_params
+from tickbench.data.violations import ValidationReport
 from tickbench.datasets.base import DatasetKind, KindSpec, RunParams
 from tickbench.datasets.paper import calendar as cal
 from tickbench.datasets.paper import reference
@@ -155,7 +156,7 @@ class PaperKind:
         """Nothing beyond the content hash needs the rows."""
         return None
 
-    def validate(self, directory: Path, manifest: Manifest, max_samples: int) -> Any:
+    def validate(self, directory: Path, manifest: Manifest, max_samples: int) -> ValidationReport:
         return validate_paper(directory, manifest, max_samples)
 
     def params(self, dataset: Dataset, seed: int) -> RunParams:

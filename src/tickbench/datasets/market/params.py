@@ -152,7 +152,7 @@ class MarketParams:
 
     def as_dict(self) -> dict[str, Any]:
         """The parameters as plain data (``params.json``'s form, with the kind and the user),
-        for the engine processes; :func:`tickbench.datasets.paper.params.params_from_dict` reads it back."""
+        for the engine processes; :func:`tickbench.datasets.base.params_from_dict` reads it back."""
         return {"kind": MARKET, "user": self.user, **self.to_json()}
 
     def to_json(self) -> dict[str, Any]:

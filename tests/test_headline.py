@@ -103,6 +103,9 @@ def test_every_engine_with_plans_has_the_readme_block() -> None:
     for name in explaining:
         text = (engine_infos()[name].folder / "README.md").read_text()
         assert plans.START in text and plans.END in text, name
+        # and the market suite's block (--market-plans), each pair once and in order
+        assert text.count(plans.MARKET_START) == 1 and text.count(plans.MARKET_END) == 1, name
+        assert text.index(plans.MARKET_START) < text.index(plans.MARKET_END), name
 
 
 def test_headline_shows_point_lookups_from_a_scaling_run_of_the_same_engine(real: Results) -> None:

@@ -7,6 +7,9 @@ that differ from PostgreSQL's."""
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,6 +98,14 @@ def test_the_registry_resolves_a_plugin_engines_queries_from(tmp_path: Path, mon
     (pkg / "pgtwin" / "engine.toml").write_text(TOML.format(name="pgtwin", ext="sql", extra='queries_from = "pg"\n'))
     with pytest.raises(EngineConfigError, match=r"pgtwin/engine.toml: queries_from = 'pg' is not an engine"):
         engine_infos()
+    # The command line says it in one line naming the file, exit status 2, no traceback.
+    env = {**os.environ, "TICKBENCH_ENGINE_PACKAGES": "twinengines", "COLUMNS": "400",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "plugins"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "tickbench.cli", "engines"], env=env, capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith("error:") and "pgtwin/engine.toml: queries_from = 'pg' is not an engine" in lines[0]
 
 
 def test_timescaledb_keeps_only_the_files_that_differ_from_postgres() -> None:

@@ -29,7 +29,7 @@ from rich.table import Table
 from tickbench.data.dataset import DEFAULT_KIND, DatasetError, GenerationStopped, check_scale, check_seed
 from tickbench.datasets.base import generate, kind, kinds, open_dataset
 from tickbench.datasets.market.calendar import DEFAULT_UNIVERSE
-from tickbench.engines.base import Engine, EngineUnavailable, kind_of
+from tickbench.engines.base import Engine, EngineConfigError, EngineUnavailable, kind_of
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.report import compare, html, markdown, site
 from tickbench.report.summary import merge
@@ -66,6 +66,16 @@ def fail(message: str) -> typer.Exit:
     # One line: a library's message may hold line breaks.
     err.print(f"[red]error:[/red] {escape(' '.join(message.split()))}", highlight=False, soft_wrap=True)
     return typer.Exit(2)
+
+
+@app.callback()
+def _check_engine_folders() -> None:
+    # Every command reads the engine folders (a plug-in's too): a bad engine.toml (queries_from
+    # naming no engine, a cycle) is one line naming the file, not a traceback later.
+    try:
+        engine_infos()
+    except EngineConfigError as exc:
+        raise fail(str(exc)) from None
 
 
 class LineProgress:

@@ -52,13 +52,31 @@ def test_bind_writes_quoted_literals() -> None:
 
 
 def test_bind_writes_lists_dates_and_hostile_names_as_literals() -> None:
-    from tickbench.engines.questdb.adapter import bind
+    from tickbench.engines.questdb.schema import bind
 
     names = ["S0001", "x'); DROP TABLE quotes; --", "back\\slash'"]
     out = bind("sym IN ($b50_syms) AND day = $days_1 AND n IN ($ids) AND s = $b50_syms_2 AND e IN ($none)",
                {"b50_syms": names, "days": [dt.date(2024, 1, 2), dt.date(2024, 1, 3)], "ids": [3, -4], "none": []})
     assert out == ("sym IN ('S0001', 'x''); DROP TABLE quotes; --', 'back\\slash''') AND day = '2024-01-03' "
                    "AND n IN (3, -4) AND s = 'back\\slash''' AND e IN (NULL)")
+
+
+def test_bind_form_is_the_bound_text_url_encoded() -> None:
+    """What /exec is sent: the bound text, encoded as urlencode would encode it, for hostile
+    names, list items, a repeated part and text that needs escaping between the parameters;
+    the file's text is encoded once, so a second binding of it gives its own values."""
+    import urllib.parse
+
+    from tickbench.engines.questdb.schema import bind, bind_form
+
+    sql = ("SELECT 'a b&c=d%' AS x, <<venues: last(CASE WHEN exchange = $item THEN bid END) AS b_@i>> "
+           "FROM quotes WHERE sym IN ($b_syms) AND sym = $b_syms_1 AND ts >= $d -- é+#")
+    for names in (["S0001", "x'); DROP TABLE quotes; --&q=1"], ["Z", "Ü + ?"]):
+        binds = {"venues": ["XNYS", "a&b=c"], "b_syms": names, "d": dt.datetime(2024, 1, 2, 3, 4, 5, 6)}
+        plain, form = bind_form(sql, binds)
+        assert plain == bind(sql, binds) and names[1].replace("'", "''") in plain
+        assert form == urllib.parse.urlencode({"query": plain})[len("query="):]
+        assert urllib.parse.parse_qs("query=" + form)["query"] == [plain]
 
 
 def test_bind_repeats_a_part_per_venue_of_the_calendar() -> None:

@@ -36,7 +36,7 @@ from tickbench.engines.questdb.ingest import QuestDBIngest
 from tickbench.engines.questdb.load import QuestDBLoad
 from tickbench.engines.questdb.market import QuestDBMarket
 from tickbench.engines.questdb.market_ingest import QuestDBMarketIngest
-from tickbench.engines.questdb.schema import bind
+from tickbench.engines.questdb.schema import bind_form
 from tickbench.engines.questdb.server import PARQUET_ANSWERS, json_answer, json_table
 
 # External endpoints: a table name the query files read (after FROM), to be prefixed.
@@ -70,10 +70,14 @@ class Adapter(QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket, QuestDBMark
 
     def _query_sql(self, qid: str) -> str:
         """Query ``qid`` as sent: the file's text, tables prefixed on an endpoint, parameters written in."""
+        return self._query_form(qid)[0]
+
+    def _query_form(self, qid: str) -> tuple[str, str]:
+        """:meth:`_query_sql`, and the same URL-encoded for ``/exec`` (:func:`bind_form`)."""
         text = self.query_text(qid)
         if self.endpoint is not None:  # tickbench's prefixed tables on the user's server
             text = FROM_TABLE.sub(lambda m: m.group(1) + self.table(m.group(2)), text)
-        return bind(text, self.query_bindings())
+        return bind_form(text, self.query_bindings())
 
     def run_query(self, qid: str) -> pa.Table:
         """The answer of ``qid`` on this thread's kept-alive connection: Parquet from ``/exp``
@@ -81,12 +85,12 @@ class Adapter(QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket, QuestDBMark
         :meth:`~tickbench.engines.questdb.server.QuestDBServer._answer`)."""
         if self.query_conns is None:
             raise RuntimeError("QuestDB is not started")
-        sql = self._query_sql(qid)
+        sql, form = self._query_form(qid)
         self.last_server_ns = None
         self.last_exported = qid in PARQUET_ANSWERS
         if self.last_exported:
             return self._export(sql, pool=self.query_conns)
-        answer = self._answer(sql, self.query_conns, timings=True)
+        answer = self._answer(sql, self.query_conns, timings=True, form=form)
         timings = answer.get("timings") or {}
         if "execute" in timings:  # its clock starts before compilation: timings.compiler is inside it
             self.last_server_ns = int(timings["execute"])

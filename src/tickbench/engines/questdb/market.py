@@ -100,10 +100,13 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
 
     def query_bindings(self) -> dict[str, Any]:
         """What the query files bind: the market suite's :func:`market_bindings`, or the
-        parameters' own."""
-        if isinstance(self.params, MarketParams):
-            return market_bindings(self.params)
-        bindings: dict[str, Any] = self.params.bindings()
+        parameters' own; made once per parameters object (they are frozen), not per repetition."""
+        cached: tuple[object, dict[str, Any]] | None = getattr(self, "_bindings_of", None)
+        if cached is not None and cached[0] is self.params:
+            return cached[1]
+        params = self.params
+        bindings: dict[str, Any] = market_bindings(params) if isinstance(params, MarketParams) else params.bindings()
+        self._bindings_of = (params, bindings)
         return bindings
 
     def _market_create(self, table: str, name: str) -> None:

@@ -4,7 +4,9 @@ query files with their parameters written in (QuestDB's HTTP endpoints take no b
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -82,19 +84,48 @@ def bind(sql: str, bindings: dict[str, Any]) -> str:
     names of columns made per item, which thus never come from data) — a pivot over the
     dataset's venues, which QuestDB cannot pivot by itself.
     """
+    return bind_form(sql, bindings)[0]
 
-    def repeat(match: re.Match[str]) -> str:
-        items = bindings[match.group(1)]
-        if not isinstance(items, list) or not items:
-            raise ValueError(f"<<{match.group(1)}: …>> needs a non-empty list binding")
-        return ", ".join(match.group(2).strip().replace("$item", _literal(v, match.group(1))).replace("@i", str(i))
-                         for i, v in enumerate(items))
 
-    sql = REPEAT.sub(repeat, sql)
-    # A list binding's items are $name_0, $name_1, … (the probe times of an unrolled query).
-    flat = {**bindings, **{f"{k}_{i}": v for k, vs in bindings.items() if isinstance(vs, list)
-                           for i, v in enumerate(vs)}}
-    return PARAM.sub(lambda m: _literal(flat[m.group(1)], m.group(1)), sql)
+def bind_form(sql: str, bindings: dict[str, Any]) -> tuple[str, str]:
+    """:func:`bind`'s text, and the same text URL-encoded as a form value (``quote_plus``):
+    what ``/exec?query=…`` sends. The file's text between parameters is split and encoded once
+    per text (:func:`_template`), so a repetition encodes only its bound values."""
+    if "<<" in sql:
+        def repeat(match: re.Match[str]) -> str:
+            items = bindings[match.group(1)]
+            if not isinstance(items, list) or not items:
+                raise ValueError(f"<<{match.group(1)}: …>> needs a non-empty list binding")
+            return ", ".join(match.group(2).strip().replace("$item", _literal(v, match.group(1)))
+                             .replace("@i", str(i)) for i, v in enumerate(items))
+
+        sql = REPEAT.sub(repeat, sql)
+    texts, quoted, names = _template(sql)
+    plain, form = [texts[0]], [quoted[0]]
+    for name, text, encoded in zip(names, texts[1:], quoted[1:], strict=True):
+        value = _literal(_bound(bindings, name), name)
+        plain += (value, text)
+        form += (urllib.parse.quote_plus(value), encoded)
+    return "".join(plain), "".join(form)
+
+
+@functools.lru_cache(maxsize=256)
+def _template(sql: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """``sql`` split at its ``$name``s: the texts around them, the same URL-encoded, the names."""
+    parts = PARAM.split(sql)  # text, name, text, …, text (PARAM has one capturing group)
+    texts = tuple(parts[0::2])
+    return texts, tuple(urllib.parse.quote_plus(t) for t in texts), tuple(parts[1::2])
+
+
+def _bound(bindings: dict[str, Any], name: str) -> Any:
+    """``bindings[name]``, or item N of the list ``bindings[base]`` for ``base_N`` (an item
+    before a binding of the same name, as a list's items are named after it)."""
+    base, _, index = name.rpartition("_")
+    if index.isdigit() and isinstance(bindings.get(base), list):
+        return bindings[base][int(index)]
+    if name not in bindings:
+        raise KeyError(name)
+    return bindings[name]
 
 
 def _row_layout(table: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:

@@ -260,12 +260,13 @@ class QuestDBServer(ServerEngine):
         # One connection per request: nothing to go stale between the runner's repetitions.
         return http.client.HTTPConnection(self.host, self.ports["http"], timeout=3600)
 
-    def _get(self, path: str, query: dict[str, str], keep: bool = False,
+    def _get(self, path: str, query: dict[str, str] | str, keep: bool = False,
              pool: ReaderPool[http.client.HTTPConnection] | None = None) -> tuple[int, bytes]:
-        """GET ``path?query``: the status and the whole body. ``keep``: on this thread's
-        connection of ``pool`` (the ingest readers' by default): a new connection per request
-        would add its setup to every measured request; it is left open for the next one unless
-        the server closes it or answers with an error. Otherwise on a connection of its own."""
+        """GET ``path?query`` (``query`` a dict, or already URL-encoded): the status and the
+        whole body. ``keep``: on this thread's connection of ``pool`` (the ingest readers' by
+        default): a new connection per request would add its setup to every measured request; it
+        is left open for the next one unless the server closes it or answers with an error.
+        Otherwise on a connection of its own."""
         if keep and pool is None:
             pool = self.readers
             if pool is None:
@@ -273,7 +274,8 @@ class QuestDBServer(ServerEngine):
         conn = pool.get() if pool is not None else self._conn()
         reuse = False
         try:
-            conn.request("GET", path + "?" + urllib.parse.urlencode(query), headers=self.http_auth())
+            encoded = query if isinstance(query, str) else urllib.parse.urlencode(query)
+            conn.request("GET", path + "?" + encoded, headers=self.http_auth())
             resp = conn.getresponse()
             body = resp.read()
             reuse = pool is not None and resp.status == 200 and not resp.will_close
@@ -294,11 +296,18 @@ class QuestDBServer(ServerEngine):
             raise RuntimeError(f"QuestDB: {answer.get('error', body[:500])} in: {sql[:200]}")
         return answer
 
-    def _answer(self, sql: str, pool: ReaderPool[http.client.HTTPConnection], timings: bool = False) -> dict[str, Any]:
+    def _answer(self, sql: str, pool: ReaderPool[http.client.HTTPConnection], timings: bool = False,
+                form: str | None = None) -> dict[str, Any]:
         """A query's answer from ``/exec`` on this thread's connection of ``pool`` (``timings``:
-        with QuestDB's own timings), parsed by orjson: the standard library's parser took most
-        of the client's time on answers of thousands of rows. Raise on an error."""
-        query = {"query": sql, "timings": "true"} if timings else {"query": sql}
+        with QuestDB's own timings; ``form``: ``sql`` already URL-encoded, see
+        :func:`~tickbench.engines.questdb.schema.bind_form`), parsed by orjson: the standard
+        library's parser took most of the client's time on answers of thousands of rows. Raise
+        on an error."""
+        query: dict[str, str] | str
+        if form is not None:
+            query = "query=" + form + ("&timings=true" if timings else "")
+        else:
+            query = {"query": sql, "timings": "true"} if timings else {"query": sql}
         status, body = self._get("/exec", query, pool=pool)
         answer: dict[str, Any] = orjson.loads(body)
         if status != 200 or "error" in answer:

@@ -240,7 +240,7 @@ def test_plain_names_keep_their_file_names() -> None:
 
 @pytest.mark.parametrize("edit", ["outside", "dotdot", "absolute", "symlink", "layout"])
 def test_a_manifest_naming_a_path_outside_is_refused(tmp_path: Path, canary: Path, edit: str) -> None:
-    """``Dataset.open`` (``run``) and ``validate`` resolve every path a manifest names and
+    """``open_dataset`` (``run``) and ``validate`` resolve every path a manifest names and
     refuse one that leaves the dataset, whether by ``..``, an absolute path, a symbolic link
     or a path other than the layout's."""
     victim = _victim(tmp_path)

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tickbench.data.dataset import generate
+from tickbench.datasets.base import generate
 
 
 def main() -> None:

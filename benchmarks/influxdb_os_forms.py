@@ -23,11 +23,11 @@ from pathlib import Path
 
 import polars as pl
 
-from tickbench.data.dataset import Dataset
+from tickbench.datasets.base import open_dataset
+from tickbench.datasets.paper.params import query_params
+from tickbench.datasets.paper.reference import answer
 from tickbench.engines.influxdb.adapter import Adapter
 from tickbench.engines.influxdb.server import DB
-from tickbench.params import query_params
-from tickbench.reference import answer
 from tickbench.run.visibility import wait_settled, wait_visible
 from tickbench.verify import compare, normalize
 
@@ -54,7 +54,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--forms", default=",".join(FORMS), help="which of " + ", ".join(FORMS))
     args = ap.parse_args()
-    data = Dataset.open(args.data)
+    data = open_dataset(args.data)
     params = query_params(data.params, 7)
     texts = {name: FORMS[name].read_text() for name in args.forms.split(",")}
     frames = [("book", pl.read_parquet(f)) for f in data.files("book", [params.day])]

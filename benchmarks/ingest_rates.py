@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tickbench.cli import default_data_dir
-from tickbench.data.dataset import Dataset, generate
+from tickbench.datasets.base import generate, open_dataset
 from tickbench.engines.base import Ingest
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.results import Record
@@ -122,7 +122,7 @@ def main() -> None:
     data = default_data_dir(args.scale, 7, 0)
     if not (data / "manifest.json").exists():
         generate(data, args.scale, 7, symbols=0, jobs=2)
-    Dataset.open(data)
+    open_dataset(data)
     setup = Setup(data, args.out, args.writers, args.seconds, parse_tables(args.tables), args.batch)
     env = capture()
     load = os.getloadavg()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 
-from tickbench.data.dataset import generate
+from tickbench.datasets.base import generate
 
 
 class PeakMemory:

@@ -15,10 +15,11 @@ import time
 
 CHILD = """
 import json, resource, sys, time
+from tickbench.datasets.base import open_dataset
 from tickbench.data.dataset import Dataset
-from tickbench.market_params import market_params
-from tickbench.market_reference import answer
-ds = Dataset.open(sys.argv[1])
+from tickbench.datasets.market.params import market_params
+from tickbench.datasets.market.reference import answer
+ds = open_dataset(sys.argv[1])
 p = market_params(ds, int(sys.argv[3]))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0 = time.perf_counter()
@@ -30,7 +31,7 @@ print(json.dumps({"seconds": seconds, "rows": out.height, "peak_kib": peak, "bef
 
 
 def main() -> None:
-    from tickbench.market_reference import QUERIES
+    from tickbench.datasets.market.reference import QUERIES
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--data", required=True)

@@ -47,12 +47,13 @@ import psycopg
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from tickbench import reference, verify
-from tickbench.data.dataset import Dataset
+from tickbench import verify
+from tickbench.datasets.base import open_dataset
+from tickbench.datasets.paper import reference
+from tickbench.datasets.paper.params import query_params
 from tickbench.engines.questdb.adapter import Adapter
 from tickbench.engines.questdb.server import JSON_TYPES, json_table
 from tickbench.engines.registry import adapter
-from tickbench.params import query_params
 from tickbench.run.visibility import wait_visible
 from tickbench.suites.published import QUERIES
 
@@ -150,7 +151,7 @@ def main() -> None:
                     help="cairo.commit.mode for the queries (default: the one the load leaves)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    ds = Dataset.open(args.data)
+    ds = open_dataset(args.data)
     params = query_params(ds.params, args.seed)
     workdir = Path(tempfile.mkdtemp(prefix="tickbench-qdb-transports-", dir=os.environ.get("TMPDIR")))
     workdir.chmod(0o755)

@@ -11,9 +11,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tickbench.data.dataset import Dataset, generate
-from tickbench.market_params import MarketParams, market_params
-from tickbench.params import QueryParams, query_params
+from tickbench.data.dataset import Dataset
+from tickbench.datasets.base import generate, open_dataset
+from tickbench.datasets.market.params import MarketParams, market_params
+from tickbench.datasets.paper.params import QueryParams, query_params
 from tickbench.results import Results
 
 TINY_SCALE = 0.01
@@ -70,7 +71,7 @@ def tiny_run(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Result
 
 @pytest.fixture(scope="session")
 def tiny(tiny_dir: Path) -> Dataset:
-    return Dataset.open(tiny_dir)
+    return open_dataset(tiny_dir)
 
 
 # The tiny market dataset (SPEC §1.3): 100 instruments at scale 0.01, seed 7; its content hash
@@ -90,7 +91,7 @@ def market_tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def market_tiny(market_tiny_dir: Path) -> Dataset:
-    return Dataset.open(market_tiny_dir)
+    return open_dataset(market_tiny_dir)
 
 
 @pytest.fixture(scope="session")

@@ -12,17 +12,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tickbench.data import market_calendar as mc
-from tickbench.data.dataset import (
-    INSTRUMENTS_PATH,
-    MANIFEST,
-    MARKET,
-    Dataset,
-    Manifest,
-    combine_hashes,
-    hash_table,
-)
-from tickbench.data.schema import MARKET_SCHEMAS
+from tickbench.data.dataset import MANIFEST, Dataset, Manifest, combine_hashes, hash_table
+from tickbench.datasets.base import open_dataset
+from tickbench.datasets.market import calendar as mc
+from tickbench.datasets.market.params import MARKET
+from tickbench.datasets.market.schema import INSTRUMENTS_PATH, MARKET_SCHEMAS
 
 D = mc.d_day().isoformat()
 
@@ -81,4 +75,4 @@ def write_market(root: Path, syms: Sequence[str], quotes: Sequence[tuple[Any, ..
                         params=mc.default_params(), source="import:fixture", kind=MARKET, universe=len(syms),
                         calendar=mc.calendar_dict())
     (root / MANIFEST).write_text(manifest.to_json())
-    return Dataset.open(root)
+    return open_dataset(root)

@@ -11,7 +11,7 @@ import polars as pl
 
 from tickbench.data.dataset import Dataset
 from tickbench.data.importers.taq import EXCHANGES, _utc_offset_ns
-from tickbench.data.market_calendar import EPOCH, NS_PER_DAY
+from tickbench.datasets.market.calendar import EPOCH, NS_PER_DAY
 
 TAQ_CODE = {mic: code for code, mic in sorted(EXCHANGES.items(), reverse=True)}  # XNAS → Q (not T)
 ID_STRIDE = 100_000_000  # the generator's: seq and trade_id of day d start at d * stride

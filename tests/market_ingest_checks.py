@@ -20,9 +20,9 @@ import polars as pl
 import pytest
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.reference import answer
 from tickbench.engines.base import Engine, MarketIngest, capability
-from tickbench.market_params import MarketParams
-from tickbench.market_reference import answer
 from tickbench.results import Record
 from tickbench.suites.market.during_ingest import VISIBLE_ON_COMMIT, visible_text
 from tickbench.suites.market.ingest_ops import (

@@ -12,8 +12,9 @@ from typer.testing import CliRunner
 
 from tests.conftest import TINY_HASH
 from tickbench.cli import app
-from tickbench.data import calendar as cal
-from tickbench.data.dataset import DatasetError, _gen_task
+from tickbench.data.dataset import DatasetError
+from tickbench.datasets.paper import calendar as cal
+from tickbench.datasets.paper.kind import gen_task
 
 runner = CliRunner()
 
@@ -89,7 +90,7 @@ def test_jobs_and_cluster_together_are_refused(tmp_path: Path) -> None:
 def test_a_worker_that_cannot_see_the_output_says_so(tmp_path: Path) -> None:
     part = cal.partitions(0.001)[0]
     with pytest.raises(DatasetError, match=r"cannot see the output directory .*same path"):
-        _gen_task((7, part, 0, str(tmp_path / "not-mounted-here")))
+        gen_task((7, part, 0, str(tmp_path / "not-mounted-here")))
     assert list(tmp_path.iterdir()) == []
 
 

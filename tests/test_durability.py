@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import processes_under
 from tests.synthetic import report_markdown as render_markdown
 from tickbench.data.dataset import Dataset
-from tickbench.data.schema import rows_to_table
+from tickbench.datasets.paper.schema import rows_to_table
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.registry import adapter_class
 from tickbench.report import html

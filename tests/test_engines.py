@@ -11,11 +11,11 @@ import polars as pl
 import pytest
 
 from tests.conftest import TINY_SEED
-from tickbench import reference
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper import reference
+from tickbench.datasets.paper.params import query_params
 from tickbench.engines.base import EngineTime
 from tickbench.engines.registry import adapter_class, availability, engine_infos
-from tickbench.params import query_params
 from tickbench.results import read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.session import run

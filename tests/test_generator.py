@@ -11,10 +11,12 @@ import polars as pl
 import pytest
 
 from tests.conftest import TINY_HASH, TINY_SCALE, TINY_SEED
-from tickbench.data import calendar as cal
-from tickbench.data.dataset import Dataset, generate, hash_table
-from tickbench.data.generator import generate_partition
-from tickbench.data.schema import BOOK_SCHEMA, TRADES_SCHEMA
+from tickbench.data.dataset import Dataset, hash_table
+from tickbench.data.schema import TRADES_SCHEMA
+from tickbench.datasets.base import generate
+from tickbench.datasets.paper import calendar as cal
+from tickbench.datasets.paper.generator import generate_partition
+from tickbench.datasets.paper.schema import BOOK_SCHEMA
 
 BIDS = [f"b{i}price" for i in range(1, 21)]
 ASKS = [f"a{i}price" for i in range(1, 21)]

@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from tests.conftest import TINY_SCALE, TINY_SEED
 from tickbench.cli import app
-from tickbench.data.dataset import STAGE_GRACE_S, STAGE_OWNER, generate
+from tickbench.data.dataset import STAGE_GRACE_S, STAGE_OWNER
+from tickbench.datasets.base import generate
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def test_a_killed_generation_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
     """SIGKILL (the OOM killer, a closed session) leaves the staging directory behind; the next
     generation into the same place removes it, and leaves a live generation's alone."""
     out = tmp_path / "data"
-    code = f"from tickbench.data.dataset import generate; generate({str(out)!r}, 0.05, 1, jobs=1)"
+    code = f"from tickbench.datasets.base import generate; generate({str(out)!r}, 0.05, 1, jobs=1)"
     child = subprocess.Popen([sys.executable, "-c", code])
     try:
         deadline = time.monotonic() + 60

@@ -46,10 +46,11 @@ from tickbench.data.dataset import (
     file_name,
     partition_path,
 )
-from tickbench.data.validate import hash_parquet
+from tickbench.datasets.base import open_dataset
+from tickbench.datasets.paper.params import query_params
+from tickbench.datasets.paper.reference import REFERENCES
+from tickbench.datasets.paper.validate import hash_parquet
 from tickbench.engines.registry import availability, engine_infos
-from tickbench.params import query_params
-from tickbench.reference import REFERENCES
 from tickbench.results import read_results
 from tickbench.suites.published import QUERIES
 
@@ -212,7 +213,7 @@ def test_a_name_that_is_a_path_stays_a_name(tmp_path: Path, canary: Path) -> Non
     res = _import(out, src)
     assert res.code == 0, res.output
     guard.unchanged()  # the victim's partition, and the canary, as they were
-    ds = Dataset.open(out, verify_content=True)
+    ds = open_dataset(out, verify_content=True)
     assert {e["sym"] for e in ds.manifest.partitions} == {into_victim, into_tmp}
     for e in ds.manifest.partitions:
         path = (out / e["path"]).resolve()
@@ -239,7 +240,7 @@ def test_plain_names_keep_their_file_names() -> None:
 
 @pytest.mark.parametrize("edit", ["outside", "dotdot", "absolute", "symlink", "layout"])
 def test_a_manifest_naming_a_path_outside_is_refused(tmp_path: Path, canary: Path, edit: str) -> None:
-    """``Dataset.open`` (``run``) and ``validate`` resolve every path a manifest names and
+    """``open_dataset`` (``run``) and ``validate`` resolve every path a manifest names and
     refuse one that leaves the dataset, whether by ``..``, an absolute path, a symbolic link
     or a path other than the layout's."""
     victim = _victim(tmp_path)
@@ -266,7 +267,7 @@ def test_a_manifest_naming_a_path_outside_is_refused(tmp_path: Path, canary: Pat
     guard.unchanged()
     assert not (tmp_path / "r").exists()
     with pytest.raises(DatasetError, match=r"inside the dataset|outside the dataset|not the layout's"):
-        Dataset.open(ds)
+        open_dataset(ds)
 
 
 # ---- names any venue could use, and names no engine should take ------------------------------
@@ -308,7 +309,7 @@ def hostile_names(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_hostile_names_import_as_they_are(hostile_names: Path) -> None:
-    ds = Dataset.open(hostile_names, verify_content=True)
+    ds = open_dataset(hostile_names, verify_content=True)
     assert {e["sym"] for e in ds.manifest.partitions} == set(HOSTILE_SYMS)
     assert {e["exchange"] for e in ds.manifest.partitions} == {"COINBASE", "BITSTAMP", "ÉCHANGE"}
     assert ds.params["symbol"] == HOSTILE_SYMS[0]
@@ -340,7 +341,7 @@ def test_a_name_no_engine_can_take_is_refused_up_front(tmp_path: Path, canary: P
     assert not out.exists()
     res = _import(out, src, policy="drop")
     assert res.code == 0 and "dropped 3 rows: exchange or sym not a usable name" in res.output, res.output
-    assert {e["sym"] for e in Dataset.open(out).manifest.partitions} == {"BTC-USD"}
+    assert {e["sym"] for e in open_dataset(out).manifest.partitions} == {"BTC-USD"}
 
 
 # ---- numbers and timestamps -----------------------------------------------------------------
@@ -641,7 +642,7 @@ def with_gaps(tmp_path_factory: pytest.TempPathFactory) -> Path:
         files += _venue_day(src, venue, "2022-07-20", 7 + 13 * v)
     res = _import(tmp / "ds", *files)
     assert res.code == 0, res.output
-    ds = Dataset.open(tmp / "ds")
+    ds = open_dataset(tmp / "ds")
     assert ds.params["month"] == ["2022-06-21", "2022-07-20"]
     assert not ds.files("book", ["2022-07-18", "2022-07-19"])
     assert _cli("validate", tmp / "ds").code == 0
@@ -650,7 +651,7 @@ def with_gaps(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_reference_answers_of_a_book_only_capture(book_only: Path) -> None:
     """Nothing to read is an empty answer of the answer's columns, not an error."""
-    ds = Dataset.open(book_only)
+    ds = open_dataset(book_only)
     assert ds.files("trades") == [] and ds.read("trades").num_rows == 0
     assert ds.scan("trades", ["2024-03-04"]).collect().columns == [
         *pq.read_schema(ds.files("book")[0]).names[:3], "side", "price", "amount", "trade_id"]

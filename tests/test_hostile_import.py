@@ -34,9 +34,9 @@ from tests.taq_spec import TRADE_FIELDS, Day, write_day
 from tests.test_hostile_data import Guard, Outcome, _cli
 from tests.test_hostile_run import small_tmpfs
 from tickbench.data.dataset import STAGE_OWNER, Dataset
-from tickbench.data.validate import validate
+from tickbench.datasets.base import open_dataset, validate
+from tickbench.datasets.market.reference import REFERENCES
 from tickbench.engines.registry import adapter_class, availability, engine_infos
-from tickbench.market_reference import REFERENCES
 
 DAYS = ["2024-01-02", "2024-01-03", "2024-01-04"]
 T0_US = 1_704_205_800_000_000  # 2024-01-02 14:30:00 UTC
@@ -81,7 +81,7 @@ def test_a_pair_laid_out_as_the_specification_shows_imports_and_counts_one_sided
     assert f"{one_day.quotes:,} quotes rows read" in res.output and f"{one_day.trades:,} trades rows read" in res.output
     assert "timestamp" not in res.output  # the trailer is not a record with a bad time
     guard.unchanged()
-    ds = Dataset.open(out)
+    ds = open_dataset(out)
     assert validate(out).ok
     mine = pl.concat([pl.read_parquet(f) for f in ds.files("quotes")])
     theirs = pl.concat([pl.read_parquet(f) for f in market_tiny.files("quotes", DAYS[:1])]).filter(

@@ -11,10 +11,11 @@ import polars as pl
 import pytest
 
 from tests.conftest import TINY_SEED
-from tickbench import reference, verify
+from tickbench import verify
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper import reference
+from tickbench.datasets.paper.params import DAY_NS, day_ns, query_params
 from tickbench.engines.registry import adapter, availability, engine_infos
-from tickbench.params import DAY_NS, day_ns, query_params
 
 EMBEDDED = ("embedded", "in-memory")
 PROBES = 10  # SPEC §2: ten probe times per O-T and O-NBBO

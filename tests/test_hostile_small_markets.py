@@ -15,9 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tickbench.cli import app
-from tickbench.data.dataset import Dataset
+from tickbench.datasets.base import open_dataset
+from tickbench.datasets.market.params import MarketParams, market_params, user_params
 from tickbench.engines.registry import availability, engine_infos
-from tickbench.market_params import MarketParams, market_params, user_params
 from tickbench.results import Record, read_results
 from tickbench.run.session import WORK_MARK
 
@@ -146,13 +146,13 @@ def test_a_universe_of_one_verifies_on_every_embedded_engine(small: dict[int, Pa
 def test_what_a_small_universe_cannot_serve_is_named_in_its_parameters(small: dict[int, Path]) -> None:
     """params.json names each parameter left empty and why, and reads back the same; user i
     has a block only where the universe has room for i + 1 disjoint ones."""
-    five = market_params(Dataset.open(small[5]), int(SEED))
+    five = market_params(open_dataset(small[5]), int(SEED))
     assert five.B == () and five.B50 == () and five.P == () and five.VWAB12D.syms == ()
     assert five.VWAB12D.days and five.UI and len(five.T) == 10  # what binds stays whole
     raw = five.to_json()
     assert set(raw["not_applicable"]) == {"B", "P", "B50", "VWAB12D"}
     assert MarketParams.from_json(json.loads(json.dumps(raw))) == five
-    fifty = Dataset.open(small[50])
+    fifty = open_dataset(small[50])
     base = market_params(fifty, int(SEED))
     assert len(base.B) == 10 and len(base.B50) == 50 and not base.unserved and "not_applicable" not in base.to_json()
     for user in (4, 5):

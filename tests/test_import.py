@@ -18,9 +18,10 @@ import pytest
 from typer.testing import CliRunner
 
 from tickbench.cli import app
-from tickbench.data import validate as v
 from tickbench.data.dataset import Dataset, DatasetError, combine_hashes
 from tickbench.data.importers import ImportFailure, import_dataset
+from tickbench.datasets.base import open_dataset, validate
+from tickbench.datasets.paper import validate as v
 
 FIX = Path(__file__).parent / "fixtures"
 TARDIS = FIX / "tardis"
@@ -58,8 +59,8 @@ def test_tardis_trades_and_snapshots(tmp_path: Path) -> None:
     assert m.params == {"day": "2022-06-18", "week": ["2022-06-18", "2022-06-19"],
                         "month": ["2022-06-18", "2022-06-19"], "symbol": "BTC-USD",
                         "multi_day": "2022-06-18", "bulk_day": "2022-06-18"}
-    assert Dataset.open(out, verify_content=True).csv_file("book").read_text().count("\n") == 1 + 3
-    assert v.validate(out).ok
+    assert open_dataset(out, verify_content=True).csv_file("book").read_text().count("\n") == 1 + 3
+    assert validate(out).ok
 
 
 def test_gzip_input_gives_the_same_dataset(tmp_path: Path) -> None:
@@ -98,7 +99,7 @@ def test_policy_drop_counts_each_reason(tmp_path: Path) -> None:
     assert res.manifest.extra["import"]["dropped"] == res.dropped
     b = _book(tmp_path / "ds")
     assert [t.microsecond for t in b["ts"]] == [10, 40, 50, 70]  # rows 0, 3, 5, 8
-    assert v.validate(tmp_path / "ds").ok
+    assert validate(tmp_path / "ds").ok
 
 
 def test_cryptofeed_csv_and_parquet(tmp_path: Path) -> None:
@@ -152,7 +153,7 @@ def test_lobster(tmp_path: Path) -> None:
     assert b.height == 2
     assert (b["a1price"][0], b["a1size"][0], b["b1price"][0], b["b20price"][0]) == (120.05, 102.0, 120.0, 119.81)
     assert (b["b1price"][1], b["a20price"][1]) == (119.99, 120.24)
-    assert v.validate(out).ok
+    assert validate(out).ok
 
 
 def test_lobster_shallow_files_are_refused(tmp_path: Path) -> None:
@@ -214,7 +215,7 @@ def test_round_trip_through_tardis_layout_keeps_the_content_hash(tiny: Dataset, 
     for p in parts:
         assert (got[p["path"]]["rows"], got[p["path"]]["hash"]) == (p["rows"], p["hash"])
     assert res.manifest.params["symbol"] == "USDT-USD" and res.manifest.params["multi_day"] == "2022-07-20"
-    assert v.validate(tmp_path / "ds").ok
+    assert validate(tmp_path / "ds").ok
 
 
 # --- bounded memory ------------------------------------------------------------------------------

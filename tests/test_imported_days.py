@@ -20,8 +20,9 @@ from typer.testing import CliRunner
 
 from tickbench.cli import app
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.base import open_dataset
+from tickbench.datasets.paper.params import QueryParams, query_params
 from tickbench.engines.registry import availability, engine_infos
-from tickbench.params import QueryParams, query_params
 from tickbench.results import read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.session import run
@@ -83,7 +84,7 @@ def _import(tmp: Path, venue_days: list[tuple[int, str]]) -> Dataset:
     out = tmp / "ds"
     res = CliRunner().invoke(app, ["import", "tardis", *map(str, files), "--out", str(out), "--policy", "drop"])
     assert res.exit_code == 0, res.output
-    ds = Dataset.open(out, verify_content=True)
+    ds = open_dataset(out, verify_content=True)
     assert not ds.manifest.extra["import"]["dropped"]
     return ds
 

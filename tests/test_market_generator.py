@@ -15,10 +15,11 @@ from typer.testing import CliRunner
 
 from tests.conftest import MARKET_TINY, MARKET_TINY_HASH
 from tickbench.cli import app
-from tickbench.data import market as mk
-from tickbench.data import market_calendar as mc
-from tickbench.data.dataset import Dataset, DatasetError, generate, hash_table
-from tickbench.data.schema import MARKET_SCHEMAS
+from tickbench.data.dataset import Dataset, DatasetError, hash_table
+from tickbench.datasets.base import generate
+from tickbench.datasets.market import calendar as mc
+from tickbench.datasets.market import generator as mk
+from tickbench.datasets.market.schema import MARKET_SCHEMAS
 
 runner = CliRunner()
 SCALE, SEED, N = float(MARKET_TINY["scale"]), int(MARKET_TINY["seed"]), int(MARKET_TINY["universe"])
@@ -74,7 +75,7 @@ def test_scale_0_05_universe_1000_is_deterministic_across_jobs_and_cluster(tmp_p
         outs[name] = res.output.strip().splitlines()[-1]
     assert outs["j1"] == outs["j2"] == outs["cl"]
     assert _files(tmp_path / "j1") == _files(tmp_path / "j2") == _files(tmp_path / "cl")
-    from tickbench.data.validate import validate
+    from tickbench.datasets.base import validate
 
     assert validate(tmp_path / "j2").ok
 
@@ -204,7 +205,7 @@ def test_activity_falls_with_rank_and_tail_days_without_trades(market_tiny: Data
 
 
 def test_nbbo_changes_venue_and_now_and_then_locks(market_tiny: Dataset) -> None:
-    from tickbench.market_reference import nbbo_steps
+    from tickbench.datasets.market.reference import nbbo_steps
 
     q = pl.concat([pl.read_parquet(f) for f in market_tiny.files("quotes", [d.isoformat() for d in mc.DAYS[:5]])])
     steps = nbbo_steps(q.filter(pl.col("sym") == mc.sym_of(1, N)))
@@ -265,7 +266,7 @@ def test_universe_10000_at_a_small_scale(tmp_path: Path) -> None:
 def test_a_universe_past_4096_generates_and_validates(tmp_path: Path) -> None:
     """4,097 instruments: every block size of a large universe, the last one cut at a single rank
     (the cost is per instrument-day, so not 10,000: README's table has that one's figures)."""
-    from tickbench.data.validate import validate
+    from tickbench.datasets.base import validate
 
     m = generate(tmp_path / "d", 0.002, SEED, jobs=2, dataset="market", universe=4_097)
     assert m.universe == 4_097 and mc.rank_blocks(4_097)[-2:] == [(1_025, 4_096), (4_097, 4_097)]
@@ -298,7 +299,7 @@ def test_cli_options(tmp_path: Path, market_tiny: Dataset) -> None:
 
 
 def test_paper_suites_refuse_a_market_dataset(market_tiny: Dataset, tmp_path: Path) -> None:
-    from tickbench.params import query_params
+    from tickbench.datasets.paper.params import query_params
 
     with pytest.raises(DatasetError, match=r"market dataset.*paper dataset"):
         query_params(market_tiny.params, SEED)

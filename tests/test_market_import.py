@@ -14,13 +14,13 @@ import polars as pl
 import pytest
 
 from tests.market_import_fixtures import write_taq, write_tardis
-from tickbench.data.dataset import MARKET, Dataset, DatasetError
+from tickbench.data.dataset import Dataset, DatasetError
 from tickbench.data.importers import ImportFailure, import_dataset
-from tickbench.data.market_validate import TRADE_WITHOUT_QUOTES, VENUE_CROSSED
-from tickbench.data.validate import validate
+from tickbench.datasets.base import open_dataset, validate
+from tickbench.datasets.market.params import MARKET, dataset_calendar, market_params
+from tickbench.datasets.market.reference import REFERENCES, answer
+from tickbench.datasets.market.validate import TRADE_WITHOUT_QUOTES, VENUE_CROSSED
 from tickbench.engines.registry import availability
-from tickbench.market_params import market_params
-from tickbench.market_reference import REFERENCES, answer
 
 DAYS = ["2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05", "2024-01-08"]
 
@@ -34,7 +34,7 @@ def taq_import(market_tiny: Dataset, tmp_path_factory: pytest.TempPathFactory) -
     root = tmp_path_factory.mktemp("taq")
     files = write_taq(market_tiny, root / "files", DAYS)
     import_dataset("taq", files, root / "data")
-    return Dataset.open(root / "data")
+    return open_dataset(root / "data")
 
 
 def test_a_taq_capture_imports_as_a_market_dataset_that_validates(taq_import: Dataset, market_tiny: Dataset) -> None:
@@ -49,7 +49,7 @@ def test_a_taq_capture_imports_as_a_market_dataset_that_validates(taq_import: Da
     mine, theirs = _quotes(ds), original.sort("sym", "ts", "exchange", "seq")
     cols = ["ts", "exchange", "sym", "bid", "ask"]
     assert mine.select(cols).equals(theirs.select(cols))
-    cal = ds.calendar
+    cal = dataset_calendar(ds)
     assert cal.days == tuple(DAYS) and (cal.open_s, cal.close_s) == (14 * 3600 + 30 * 60, 21 * 3600)
     assert ds.params == {"D": DAYS[2], "W": DAYS, "M": DAYS, "bulk_day": DAYS[2]}
     # Ranks by trade count; the most traded instrument first.
@@ -81,7 +81,7 @@ def test_a_tardis_quotes_and_trades_capture_imports_as_a_market_dataset(market_t
     done = subprocess.run([sys.executable, "-m", "tickbench.cli", "import", "tardis", *map(str, files),
                            "--out", str(tmp_path / "data")], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    ds = Dataset.open(tmp_path / "data")
+    ds = open_dataset(tmp_path / "data")
     assert ds.kind == MARKET and ds.manifest.source == "import:tardis" and done.stdout.strip().endswith(
         ds.manifest.content_hash)
     assert validate(ds.root).ok

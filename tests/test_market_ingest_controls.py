@@ -15,7 +15,7 @@ import time
 import psutil
 
 from tickbench.data.dataset import Dataset
-from tickbench.market_params import market_params
+from tickbench.datasets.market.params import market_params
 from tickbench.suites.market.ingest_ops import MarketReplay
 
 SEED = 7

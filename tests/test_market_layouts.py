@@ -16,9 +16,9 @@ import pytest
 
 from tests.market_fixtures import write_market
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market.params import market_params
+from tickbench.datasets.market.reference import answer
 from tickbench.engines.registry import adapter, availability
-from tickbench.market_params import market_params
-from tickbench.market_reference import answer
 from tickbench.verify import compare, normalize
 
 QUERIES = ("M-LAST", "M-STATS", "M-TOPN")

@@ -12,9 +12,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tickbench.data import market_calendar as mc
 from tickbench.data.dataset import Dataset, DatasetError
-from tickbench.market_params import (
+from tickbench.datasets.market import calendar as mc
+from tickbench.datasets.market.params import (
     MarketParams,
     MarketParamsError,
     basket_size,
@@ -143,7 +143,8 @@ def test_iso_times_round_trip() -> None:
 
 
 def test_draws_do_not_depend_on_pythons_hash() -> None:
-    code = ("from tickbench.market_params import draw_basket, draw_b50, draw_times, draw_requests, generated_names; "
+    code = ("from tickbench.datasets.market.params import draw_basket, draw_b50, draw_times, draw_requests, "
+            "generated_names; "
             "n = generated_names(1000); print(draw_basket(7, n), draw_b50(7, n), draw_times(7, '2024-01-16'), "
             "draw_requests(7, n, '2024-01-16')[0])")
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

@@ -13,10 +13,10 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from tests.market_fixtures import D, at, write_market
-from tickbench import market_reference as mr
-from tickbench.data import market_calendar as mc
 from tickbench.data.dataset import Dataset
-from tickbench.market_params import MarketParams, Request, UserBlock
+from tickbench.datasets.market import calendar as mc
+from tickbench.datasets.market import reference as mr
+from tickbench.datasets.market.params import MarketParams, Request, UserBlock
 
 TS = pl.Datetime("ns", "UTC")
 DAYS = tuple(d.isoformat() for d in mc.DAYS)

@@ -15,10 +15,10 @@ import pytest
 from tests.conftest import MARKET_TINY
 from tests.market_ingest_checks import check_ingest_record
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market.params import read_params_json
+from tickbench.datasets.market.reference import COLUMNS, answer
 from tickbench.engines.base import Market, MarketBulkLoad, MarketIngest, MarketStorage, Server
 from tickbench.engines.registry import adapter_class, availability, engine_infos
-from tickbench.market_params import read_params_json
-from tickbench.market_reference import COLUMNS, answer
 from tickbench.results import read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.session import RunError, run

@@ -23,9 +23,9 @@ from tests.conftest import MARKET_TINY
 from tests.market_toy import install_toy
 from tickbench.cli import write_reports
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market.params import market_params, read_params_json, user_params
+from tickbench.datasets.market.reference import COLUMNS, answer
 from tickbench.docs import market_table
-from tickbench.market_params import market_params, read_params_json, user_params
-from tickbench.market_reference import COLUMNS, answer
 from tickbench.results import Record, read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.session import run

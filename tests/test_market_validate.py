@@ -12,15 +12,16 @@ from typer.testing import CliRunner
 
 from tests.market_fixtures import D, at, write_market
 from tickbench.cli import app
-from tickbench.data import market_validate as mv
-from tickbench.data import validate as v
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.base import validate
+from tickbench.datasets.market import validate as mv
+from tickbench.datasets.paper import validate as v
 
 FIRST = "2024-01-02"
 
 
 def test_generated_market_dataset_is_valid(market_tiny: Dataset) -> None:
-    report = v.validate(market_tiny.root)
+    report = validate(market_tiny.root)
     assert report.ok, [s.describe() for s in report.samples]
     parts = len(market_tiny.manifest.partitions)
     assert report.files == parts and report.spec == "SPEC §1.3"
@@ -59,7 +60,7 @@ def test_each_broken_quote_and_trade_invariant_is_reported(tmp_path: Path) -> No
     row = dict(zip(part.columns, quotes[8], strict=True))
     extra = pl.DataFrame([row]).with_columns(pl.col("ts").cast(pl.Datetime("ns", "UTC"))).cast(dict(part.schema))
     pq.write_table(pl.concat([part, extra]).to_arrow(), ds.root / rel)
-    report = v.validate(ds.root)
+    report = validate(ds.root)
     reasons = {(s.file, s.values.get("sym"), s.values.get("seq", s.values.get("trade_id"))): s.reason
                for s in report.samples}
     q, tr = rel, f"trades/{D}/block-0.parquet"
@@ -89,7 +90,7 @@ def test_time_going_backwards_and_rows_outside_their_block(tmp_path: Path) -> No
     rel = f"quotes/{D}/block-0.parquet"
     part = pl.read_parquet(ds.root / rel)
     pq.write_table(part.reverse().to_arrow(), ds.root / rel)  # seq 2 before seq 1, ts going backwards
-    found = {s.values["seq"]: s.reason for s in v.validate(ds.root).samples if s.file == rel and "seq" in s.values}
+    found = {s.values["seq"]: s.reason for s in validate(ds.root).samples if s.file == rel and "seq" in s.values}
     assert found == {1: v.BACKWARDS}
     entry = next(e for e in ds.manifest.partitions if e["path"] == rel)
     assert entry["syms"] == ["A", "B"]
@@ -103,7 +104,7 @@ def test_instruments_table_must_match_the_data(tmp_path: Path) -> None:
         venues=pl.when(pl.col("sym") == "A").then(3).otherwise("venues").cast(pl.Int32),
         rank=pl.when(pl.col("sym") == "C").then(2).otherwise("rank").cast(pl.Int32))
     pq.write_table(inst.to_arrow(), ds.root / "instruments.parquet")
-    report = v.validate(ds.root)
+    report = validate(ds.root)
     assert report.counts[mv.VENUES_MISMATCH] == 1  # A: quoted on 2 venues, the table says 3
     mismatch = next(s for s in report.samples if s.reason == mv.VENUES_MISMATCH)
     assert mismatch.values == {"sym": "A", "venues": 3, "quoted_on": ["BATS", "XNAS"]}

@@ -12,9 +12,9 @@ from collections import defaultdict
 import polars as pl
 import pytest
 
-from tickbench import reference
 from tickbench.data.dataset import Dataset
-from tickbench.params import QueryParams
+from tickbench.datasets.paper import reference
+from tickbench.datasets.paper.params import QueryParams
 
 MIN = 60 * 10**9
 

@@ -15,10 +15,10 @@ import pytest
 
 from tests.conftest import processes_under
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper.params import QueryParams
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.registry import adapter, adapter_class
 from tickbench.engines.server import LOOPBACK, START_TIMEOUT_ENV
-from tickbench.params import QueryParams
 from tickbench.results import Results
 from tickbench.run.cell import Protocol
 from tickbench.run.faults import FAULTS_ENV

@@ -138,8 +138,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "run": (("tickbench.run",), ("engines", "data", "base")),
     "report": (("tickbench.report",), ("base",)),
     "engines": (("tickbench.engines",), ("data", "base")),
-    "data": (("tickbench.data", "tickbench.params", "tickbench.market_params", "tickbench.paper_spec",
-              "tickbench.reference", "tickbench.market_reference", "tickbench.rng"), ("base",)),
+    "data": (("tickbench.data", "tickbench.datasets", "tickbench.rng"), ("base",)),
     "base": (("tickbench.results", "tickbench.latency", "tickbench.verify"), ()),
 }
 

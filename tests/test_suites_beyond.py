@@ -11,8 +11,8 @@ import pytest
 from tests.synthetic import report_markdown as render_beyond
 from tickbench import latency
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper.params import QueryParams, SpanParams, span_params
 from tickbench.engines.base import Ingest
-from tickbench.params import QueryParams, SpanParams, span_params
 from tickbench.results import Results, read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.faults import FAULTS_ENV

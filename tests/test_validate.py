@@ -11,8 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tickbench.cli import app
-from tickbench.data import validate as v
 from tickbench.data.importers import import_dataset
+from tickbench.datasets.base import validate
+from tickbench.datasets.paper import validate as v
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tardis"
 SNAPSHOTS = FIXTURES / "coinbase_book_snapshot_25_2022-06-18_BTC-USD.csv"
@@ -21,7 +22,7 @@ BOOK_PART = "book/2022-06-18/COINBASE__BTC-USD.parquet"
 
 
 def test_generated_dataset_is_valid(tiny_dir: Path) -> None:
-    report = v.validate(tiny_dir)
+    report = validate(tiny_dir)
     assert report.ok, [s.describe() for s in report.samples]
     assert report.files == 216 and report.rows > 500_000
 
@@ -40,7 +41,7 @@ def _rewrite(root: Path, rel: str, df: pl.DataFrame) -> None:
 
 
 def test_imported_dataset_is_valid(imported: Path) -> None:
-    assert v.validate(imported).ok
+    assert validate(imported).ok
 
 
 def test_each_broken_book_invariant_is_reported_with_its_row(imported: Path) -> None:
@@ -57,7 +58,7 @@ def test_each_broken_book_invariant_is_reported_with_its_row(imported: Path) -> 
         good.slice(2, 1).with_columns(pl.col("ts") + us, b7size=pl.lit(0.0)),  # 6: size 0
     ]
     _rewrite(imported, BOOK_PART, pl.concat(rows))
-    report = v.validate(imported)
+    report = validate(imported)
     found = {(s.file, s.row): s.reason for s in report.samples}
     assert found[(BOOK_PART, 1)] == v.CROSSED
     assert found[(BOOK_PART, 2)] == v.ASKS_UNSORTED
@@ -80,7 +81,7 @@ def test_broken_trades_are_reported(imported: Path) -> None:
         side=pl.when(pl.int_range(pl.len()) == 1).then(pl.lit("hold")).otherwise("side"),
         amount=pl.when(pl.int_range(pl.len()) == 2).then(pl.lit(-1.0)).otherwise("amount")))
     _rewrite(imported, day2, pl.read_parquet(imported / day2).with_columns(trade_id=pl.lit(t1["trade_id"][0])))
-    found = {(s.file, s.row): s.reason for s in v.validate(imported).samples}
+    found = {(s.file, s.row): s.reason for s in validate(imported).samples}
     assert found[(day1, 1)] == v.BAD_SIDE
     assert found[(day1, 2)] == v.AMOUNT_NOT_POSITIVE
     assert found[(day2, 0)] == v.DUPLICATE_ID  # the same id on the day before

@@ -26,18 +26,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.status import Status
 from rich.table import Table
 
-from tickbench.data.dataset import (
-    MARKET,
-    PAPER,
-    Dataset,
-    DatasetError,
-    GenerationStopped,
-    check_dataset,
-    check_scale,
-    check_seed,
-    generate,
-)
-from tickbench.data.market_calendar import DEFAULT_UNIVERSE
+from tickbench.data.dataset import DEFAULT_KIND, DatasetError, GenerationStopped, check_scale, check_seed
+from tickbench.datasets.base import generate, kind, kinds, open_dataset
+from tickbench.datasets.market.calendar import DEFAULT_UNIVERSE
 from tickbench.engines.base import Engine, EngineConfigError, EngineUnavailable, kind_of
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.report import compare, html, markdown, site
@@ -131,14 +122,13 @@ def progress_bar(label: str) -> Iterator[Progress | LineProgress]:
         yield bar
 
 
-def default_data_dir(scale: float, seed: int, symbols: int, dataset: str = PAPER, universe: int | None = None) -> Path:
-    if dataset == MARKET:
-        return Path("data") / f"market-sf{scale:g}-u{universe or DEFAULT_UNIVERSE}-seed{seed}"
-    return Path("data") / (f"sf{scale:g}-seed{seed}" + (f"-sym{symbols}" if symbols else ""))
+def default_data_dir(scale: float, seed: int, symbols: int, dataset: str = DEFAULT_KIND,
+                     universe: int | None = None) -> Path:
+    return kind(dataset).default_dir(scale, seed, symbols, universe)
 
 
 def _generate(out: Path, scale: float, seed: int, symbols: int, jobs: int, cluster: str | None = None,
-              dataset: str = PAPER, universe: int | None = None) -> str:
+              dataset: str = DEFAULT_KIND, universe: int | None = None) -> str:
     with progress_bar("generate") as bar:
         task = bar.add_task(f"generating {out}", total=None)
 
@@ -156,14 +146,8 @@ def _generate(out: Path, scale: float, seed: int, symbols: int, jobs: int, clust
             err.print(f"interrupted by {stop.signame} while generating {out}: its workers were stopped and "
                       "nothing was kept", highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(130) from None
-    if manifest.kind == MARKET:
-        rows = {t: sum(p["rows"] for p in manifest.partitions if p["table"] == t) for t in ("quotes", "trades")}
-        console.print(f"dataset {out}: market, {manifest.universe:,} instruments, {rows['quotes']:,} quotes, "
-                      f"{rows['trades']:,} trades, scale {scale:g}, seed {seed}")
-        dataset_notes(manifest.kind, manifest.universe)
-    else:
-        rows_all = sum(p["rows"] for p in manifest.partitions)
-        console.print(f"dataset {out}: {rows_all:,} rows, scale {scale:g}, seed {seed}")
+    console.print(f"dataset {out}: {kind(manifest.kind).describe(manifest)}")
+    dataset_notes(manifest.kind, manifest.universe)
     return manifest.content_hash
 
 
@@ -178,15 +162,14 @@ def generate_cmd(
         help="run the partitions on a Dask cluster: its scheduler (tcp://HOST:8786) or local:N worker "
              "processes; --out must be on a filesystem every worker sees")] = None,
     dataset: Annotated[str, typer.Option(
-        help="paper: the reference paper's three instruments (SPEC §1.1); market: many instruments "
-             "quoted on eight venues over 20 trading days (SPEC §1.3)")] = PAPER,
+        help="; ".join(f"{k.name}: {k.title}" for k in kinds().values()))] = DEFAULT_KIND,
     universe: Annotated[int | None, typer.Option(
         help=f"market dataset: how many instruments (default {DEFAULT_UNIVERSE:,})")] = None,
 ) -> None:
     """Write the Parquet dataset (and the bulk-load day as CSV) and print its content hash."""
     try:
         check_scale(scale)
-        check_dataset(dataset, symbols, universe)
+        symbols, universe = kind(dataset).check_options(symbols, universe)
         out = out or default_data_dir(scale, seed, symbols, dataset, universe)
         content_hash = _generate(out, scale, seed, symbols, jobs, cluster, dataset, universe)
     except DatasetError as exc:
@@ -289,9 +272,11 @@ def run_cmd(
             check_out(out, resume=False)  # before a dataset is generated for it
         if data is None:  # the dataset of the suites' kind, generated (or reused) at the given scale
             check_scale(scale)
-            kind = MARKET if all(s.dataset_kind == MARKET for s in picked) else PAPER
-            data = default_data_dir(scale, seed, 0, kind, universe)
-            _generate(data, scale, seed, 0, jobs, dataset=kind, universe=universe if kind == MARKET else None)
+            wanted = {s.dataset_kind for s in picked}
+            k = kind(wanted.pop() if len(wanted) == 1 else DEFAULT_KIND)
+            size = universe if "universe" in k.options else None
+            data = default_data_dir(scale, seed, 0, k.name, size)
+            _generate(data, scale, seed, 0, jobs, dataset=k.name, universe=size)
         out = out or Path("results") / dt.datetime.now().strftime("run-%Y%m%d-%H%M%S")
         cfg = RunConfig(
             engines=names, data=data, out=out, seed=seed, suites=picked, suite=suite,
@@ -473,7 +458,7 @@ def validate_cmd(
 ) -> None:
     """Check a dataset against SPEC §1's invariants (§1.3's for a market dataset); exit 1 when a row
     breaks one, 2 when unreadable."""
-    from tickbench.data.validate import validate
+    from tickbench.datasets.base import validate
 
     try:
         with console.status(f"validating {directory}…"):
@@ -483,7 +468,7 @@ def validate_cmd(
     console.print(f"{directory}: {report.files} partition files, {report.rows:,} rows checked")
     if report.ok:
         console.print(f"[green]valid:[/green] every invariant of {report.spec} holds")
-        manifest = Dataset.open(directory, verify_content=False).manifest
+        manifest = open_dataset(directory, verify_content=False).manifest
         dataset_notes(manifest.kind, manifest.universe)
         return
     table = Table(title="violations")

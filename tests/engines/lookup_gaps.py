@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from tickbench.data.dataset import Dataset
-from tickbench.params import QueryParams
+from tickbench.datasets.paper.params import QueryParams
 
 H, M, S = dt.timedelta(hours=1), dt.timedelta(minutes=1), dt.timedelta(seconds=1)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper.params import QueryParams
 from tickbench.engines.registry import adapter, engine_infos
-from tickbench.params import QueryParams
 from tickbench.suites.published import QUERY_IDS
 
 pytest.importorskip("arcticdb")
@@ -94,7 +94,7 @@ def test_market_ingest_keeps_the_tie_order_across_writes_and_counts_up_to_a_time
     it appends. ``count_upto`` counts the rows at or before a time, within a symbol and whole."""
     import pyarrow as pa
 
-    from tickbench.data.schema import MARKET_SCHEMAS
+    from tickbench.datasets.market.schema import MARKET_SCHEMAS
     from tickbench.engines.arcticdb.ingest import FramesTarget, IngestStore
     from tickbench.engines.arcticdb.market import INGEST
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.paper.params import QueryParams
 from tickbench.engines.registry import adapter, adapter_class, availability, engine_infos
-from tickbench.market_params import MarketParams
-from tickbench.params import QueryParams
 
 pytestmark = pytest.mark.skipif(not availability("chdb").available, reason="chdb is not installed")
 

@@ -14,10 +14,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from tickbench import reference, verify
+from tickbench import verify
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper import reference
+from tickbench.datasets.paper.params import QueryParams
 from tickbench.engines.registry import adapter, availability
-from tickbench.params import QueryParams
 
 pytestmark = pytest.mark.skipif(not availability("datafusion").available, reason="datafusion is not installed")
 

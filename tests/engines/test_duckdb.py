@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper.params import QueryParams
 from tickbench.engines.registry import adapter_class, engine_infos
-from tickbench.params import QueryParams
 
 
 @pytest.mark.slow

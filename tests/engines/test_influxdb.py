@@ -15,9 +15,9 @@ import psutil
 import pytest
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.paper.params import QueryParams
 from tickbench.engines.registry import adapter, adapter_class, availability
-from tickbench.market_params import MarketParams
-from tickbench.params import QueryParams
 
 installed = availability("influxdb")
 needs_install = pytest.mark.skipif(
@@ -111,9 +111,9 @@ def test_market_ingest_payloads_are_the_loads_lines_however_the_day_is_cut(marke
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from tickbench.datasets.market.params import market_params
     from tickbench.engines.influxdb.market import LINES
     from tickbench.engines.influxdb.market_ingest import MarketLineTarget, day_tape
-    from tickbench.market_params import market_params
 
     day = market_params(market_tiny, 7).D
     target = pickle.loads(pickle.dumps(MarketLineTarget(1, "db", day_tape(market_tiny, day))))

@@ -16,12 +16,12 @@ from typing import Any
 import polars as pl
 import pytest
 
-from tickbench import market_reference
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market import reference as market_reference
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.reference import REFERENCES
 from tickbench.engines.influxdb.results import flux_frame, flux_literal, flux_program
 from tickbench.engines.registry import adapter, availability, engine_infos
-from tickbench.market_params import MarketParams
-from tickbench.market_reference import REFERENCES
 from tickbench.run.visibility import wait_settled, wait_visible
 from tickbench.suites.market import QUERY_IDS
 from tickbench.verify import compare, normalize

@@ -15,6 +15,8 @@ import polars as pl
 import pytest
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.reference import answer
 from tickbench.engines.influxdb.market import (
     expand,
     flat_bindings,
@@ -23,8 +25,6 @@ from tickbench.engines.influxdb.market import (
     trade_lines,
 )
 from tickbench.engines.registry import adapter, availability
-from tickbench.market_params import MarketParams
-from tickbench.market_reference import answer
 from tickbench.run.visibility import wait_settled, wait_visible
 from tickbench.verify import compare, normalize
 

@@ -15,10 +15,10 @@ import pyarrow as pa
 import pytest
 
 from tickbench.data.dataset import Dataset
-from tickbench.data.schema import SCHEMAS, book_level_columns
+from tickbench.datasets.paper.params import QueryParams
+from tickbench.datasets.paper.schema import SCHEMAS, book_level_columns
 from tickbench.engines.base import Engine, EngineUnavailable, Ingest
 from tickbench.engines.registry import adapter_class, engine_infos
-from tickbench.params import QueryParams
 from tickbench.run.visibility import wait_visible
 
 T0 = 1_656_633_600 * 1_000_000_000  # 2022-07-01T00:00Z

@@ -14,12 +14,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from tickbench import reference, verify
-from tickbench.data.dataset import Dataset, default_params
+from tickbench import verify
+from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper import reference
+from tickbench.datasets.paper.kind import default_params
+from tickbench.datasets.paper.params import QueryParams, query_params
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.kdb import adapter as kdb
 from tickbench.engines.registry import adapter, availability, engine_infos
-from tickbench.params import QueryParams, query_params
 from tickbench.suites.published import QUERY_IDS
 
 PARAMS = query_params(default_params(), 7)

@@ -10,10 +10,10 @@ import datetime as dt
 import pytest
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market.params import MarketParams
 from tickbench.engines.kdb import adapter as kdb
 from tickbench.engines.kdb.market import m_literal, market_prelude
 from tickbench.engines.registry import engine_infos
-from tickbench.market_params import MarketParams
 from tickbench.suites.market import QUERY_IDS
 
 INFO = engine_infos()["kdb"]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper.params import QueryParams
 from tickbench.engines.registry import adapter, engine_infos
-from tickbench.params import QueryParams
 from tickbench.suites.published import QUERY_IDS
 
 

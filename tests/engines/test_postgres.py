@@ -16,10 +16,10 @@ import psutil
 import pytest
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper.params import QueryParams
 from tickbench.engines.base import Engine, EngineUnavailable
 from tickbench.engines.registry import adapter, adapter_class
 from tickbench.engines.server import LOOPBACK, port_in_use
-from tickbench.params import QueryParams
 
 psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL engine needs psycopg 3 (psycopg[binary])")
 

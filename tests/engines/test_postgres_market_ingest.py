@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market.params import MarketParams
 from tickbench.engines.base import EngineUnavailable, MarketIngest
 from tickbench.engines.registry import adapter, adapter_class
-from tickbench.market_params import MarketParams
 
 pytest.importorskip("psycopg", reason="the PostgreSQL engines need psycopg 3 (psycopg[binary])")
 

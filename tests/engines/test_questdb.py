@@ -18,10 +18,10 @@ import psutil
 import pytest
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market.params import MarketParams, iso_ns
+from tickbench.datasets.paper.params import QueryParams
 from tickbench.engines.base import Engine, EngineUnavailable
 from tickbench.engines.registry import adapter, adapter_class
-from tickbench.market_params import MarketParams, iso_ns
-from tickbench.params import QueryParams
 from tickbench.run.visibility import wait_visible
 
 
@@ -112,7 +112,7 @@ def test_market_ingest_reader_renames_every_market_table() -> None:
 
 
 def test_imp_schema_follows_schema_sql() -> None:
-    from tickbench.data.schema import SCHEMAS
+    from tickbench.datasets.paper.schema import SCHEMAS
     from tickbench.engines.questdb.schema import TS_PATTERN, imp_schema
 
     for table, schema in SCHEMAS.items():

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper.params import QueryParams
 from tickbench.engines.base import Engine, EngineUnavailable
 from tickbench.engines.registry import adapter, adapter_class, availability
-from tickbench.params import QueryParams
 
 pytest.importorskip("psycopg", reason="the TimescaleDB engine needs psycopg 3 (psycopg[binary])")
 

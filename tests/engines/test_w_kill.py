@@ -19,9 +19,9 @@ import psutil
 import pytest
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.paper.params import QueryParams
 from tickbench.engines.base import Engine, EngineUnavailable
 from tickbench.engines.registry import adapter, adapter_class
-from tickbench.params import QueryParams
 from tickbench.run.visibility import wait_visible
 
 SERVERS = ["postgres", "timescaledb", "questdb", "influxdb"]

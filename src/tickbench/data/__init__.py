@@ -1,1 +1,2 @@
-"""The dataset: calendar, instruments, generator, schema, manifest."""
+"""What every dataset kind shares: the manifest, content hash, file naming, generation machinery,
+the partition reader and the importers."""

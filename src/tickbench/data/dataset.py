@@ -1,26 +1,14 @@
-"""A dataset on disk: its layout, manifest, content hash, and the readers built on them.
+"""A dataset on disk, whatever its kind: its manifest, content hash, file naming, the generation
+machinery (staging directory, lock, worker pool, bulk-load CSV) and the partition reader.
 
-Layout of a paper dataset directory (``--dataset paper``)::
-
-    manifest.json
-    trades/<day>/<E>__<S>.parquet   (zstd, rows in time order)
-    book/<day>/<E>__<S>.parquet
-    csv/trades_<bulk day>.csv       (the bulk-load day, all instruments, time order)
-    csv/book_<bulk day>.csv
-
-``<E>`` and ``<S>`` are the file-name forms of the exchange and the instrument
-(:func:`file_name`): the name itself when it is plain, else an encoded form. Names come from
-data, and data is hostile: no name ever becomes a path as it is, every path a manifest names
-is checked to stay inside the dataset (:func:`inside`), and the real names are kept in the
-manifest's partition entries (``exchange``, ``sym``), which are what readers go by.
-
-Layout of a market dataset (``--dataset market``, SPEC §1.3; the manifest's ``kind`` says which)::
-
-    manifest.json
-    instruments.parquet                      (one row per instrument, by rank)
-    quotes/<day>/block-<b>.parquet           (zstd; ranks (4**(b-1), 4**b]; rows by sym, then
-    trades/<day>/block-<b>.parquet            ts, exchange, seq / trade_id)
-    csv/quotes_<D>.csv, csv/trades_<D>.csv   (day D, every instrument, by ts, sym, exchange, seq)
+Each kind's layout, generator and checks are its folder's (:mod:`tickbench.datasets`): the paper
+dataset's one partition per (table, day, exchange, sym) at :func:`partition_path`, the market
+dataset's part files per block of instruments. ``<E>`` and ``<S>`` in a paper path are the
+file-name forms of the exchange and the instrument (:func:`file_name`): the name itself when it
+is plain, else an encoded form. Names come from data, and data is hostile: no name ever becomes a
+path as it is, every path a manifest names is checked to stay inside the dataset (:func:`inside`),
+and the real names are kept in the manifest's partition entries (``exchange``, ``sym``), which are
+what readers go by.
 
 The content hash is computed from the rows, not from the Parquet bytes, so it does not depend
 on the Parquet writer's version: per partition, a BLAKE2b over each column's values in a
@@ -32,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import datetime as dt
-import errno
 import hashlib
 import json
 import multiprocessing
@@ -42,15 +29,14 @@ import shutil
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import polars as pl
@@ -61,23 +47,16 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from tickbench import __version__
-from tickbench.data import calendar as cal
-from tickbench.data import market_calendar as mc
-from tickbench.data.cluster import ClusterError, check_address, cluster_map
-from tickbench.data.derive import derive_params
-from tickbench.data.generator import generate_partition
+from tickbench.data.cluster import ClusterError, cluster_map
 from tickbench.data.locks import LockBusy, LockRefused, exclusive
-from tickbench.data.market import generate_block
-from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES, SCHEMAS, TABLES
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
 GENERATOR_VERSION = "1"  # bump when the generator's output changes (see CHANGELOG.md)
-MARKET_GENERATOR_VERSION = "1"  # the same, for the market dataset's generator
 MAX_SCALE = 100.0
-PAPER, MARKET = "paper", "market"
-KINDS = (PAPER, MARKET)
-MARKET_ROW_GROUP = 131_072  # rows per Parquet row group of a market part file (sym-ordered: readers skip groups)
+DEFAULT_KIND = "paper"  # the kind of a manifest that names none (written before there were others)
+NS_PER_DAY = 86_400 * 1_000_000_000
+EPOCH = dt.date(1970, 1, 1)
 
 
 class DatasetError(Exception):
@@ -301,7 +280,7 @@ def partition_path(table: str, day: dt.date, exchange: str, sym: str) -> str:
     return f"{table}/{day.isoformat()}/{file_name(exchange)}__{file_name(sym)}.parquet"
 
 
-def csv_path(table: str, day: dt.date = cal.BULK_DAY) -> str:
+def csv_path(table: str, day: dt.date) -> str:
     return f"csv/{table}_{day.isoformat()}.csv"
 
 
@@ -341,19 +320,22 @@ class Manifest:
     generator_version: str = GENERATOR_VERSION
     tickbench_version: str = __version__
     extra: dict[str, Any] = field(default_factory=dict)
-    kind: str = PAPER  # "paper" (SPEC §1) or "market" (SPEC §1.3)
-    universe: int | None = None  # market: how many instruments
-    calendar: dict[str, Any] | None = None  # market: trading days, session, venues
+    kind: str = DEFAULT_KIND  # its kind's name (tickbench.datasets.base.kinds)
+    universe: int | None = None  # a kind with an instrument universe (the market's): how many instruments
+    calendar: dict[str, Any] | None = None  # a kind with a calendar in its manifest (the market's)
 
     def to_json(self) -> str:
         fields = dict(self.__dict__)
-        if self.kind == PAPER:  # a paper manifest keeps the form it always had
-            for key in ("kind", "universe", "calendar"):
+        # a manifest of the default kind keeps the form it had before there were others
+        for key, unset in (("kind", DEFAULT_KIND), ("universe", None), ("calendar", None)):
+            if fields[key] == unset:
                 fields.pop(key)
         return json.dumps(fields, indent=1, sort_keys=True)
 
     @classmethod
     def read(cls, directory: Path) -> Manifest:
+        """The manifest of ``directory`` as written (its entries are checked by
+        :func:`check_manifest`, with its kind's rules)."""
         path = directory / MANIFEST
         if not path.is_file():
             raise DatasetError(
@@ -369,12 +351,11 @@ class Manifest:
                     f"{path}: dataset format {shown(raw.get('format_version'))} is not "
                     f"{FORMAT_VERSION}; regenerate it with this tickbench"
                 )
-            if raw.get("kind", PAPER) not in KINDS:
-                raise DatasetError(f"{path}: dataset kind {shown(raw.get('kind'))} is not one of {', '.join(KINDS)}")
+            if not isinstance(raw.get("kind", DEFAULT_KIND), str):
+                raise DatasetError(f"{path}: dataset kind {shown(raw.get('kind'))} is not a name")
             manifest = cls(**raw)
         except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
             raise DatasetError(f"{path}: unreadable manifest ({exc}); regenerate the dataset") from exc
-        check_manifest(directory, manifest)
         return manifest
 
 
@@ -382,14 +363,20 @@ _ENTRY_TYPES = {"table": str, "day": str, "exchange": str, "sym": str, "path": s
                 "hash": str}
 
 
-def check_manifest(directory: Path, m: Manifest) -> None:
+MANIFEST_FIX = "the manifest was edited or written by something else: regenerate or re-import the dataset"
+
+
+def check_manifest(directory: Path, m: Manifest, tables: Collection[str],
+                   check_kind: Callable[[Path, Manifest, str], None],
+                   expected_params: Callable[[Manifest], dict[str, Any]]) -> None:
     """Refuse a manifest whose entries are not what this tickbench writes: a path leading
-    outside ``directory``; a partition entry (one per table, day, exchange, sym) with a missing
-    or mistyped field, a name :func:`name_problem` refuses, or a path other than
-    :func:`partition_path` of its own fields; and parameters other than those its data
-    determine (:func:`expected_params`), which the content hash does not cover."""
+    outside ``directory``; a partition entry (one per table of ``tables``, day, exchange, sym)
+    with a missing or mistyped field, a name :func:`name_problem` refuses, or a path other than
+    :func:`partition_path` of its own fields; what its kind refuses (``check_kind(manifest's
+    path, m, what to do)``); and parameters other than those its data determine
+    (``expected_params``), which the content hash does not cover."""
     where = directory / MANIFEST
-    fix = "the manifest was edited or written by something else: regenerate or re-import the dataset"
+    fix = MANIFEST_FIX
     if not isinstance(m.partitions, list) or not isinstance(m.csv, dict) or not isinstance(m.params, dict):
         raise DatasetError(f"{where}: partitions, csv or params of the wrong type; {fix}")
     for i, e in enumerate(m.partitions):
@@ -397,7 +384,7 @@ def check_manifest(directory: Path, m: Manifest) -> None:
             raise DatasetError(f"{where}: partition entry {i} has no table or path; {fix}")
         inside(directory, e["path"], f"partition entry {i}'s path")
         if "exchange" in e or "sym" in e:  # a partition of one (exchange, sym): the layout above
-            _check_partition_entry(where, i, e, fix)
+            _check_partition_entry(where, i, e, fix, tables)
         else:
             bad = [k for k, t in _COUNTED_TYPES.items() if not isinstance(e.get(k), t) or isinstance(e.get(k), bool)
                    or (t is int and e[k] < 0)]
@@ -410,8 +397,7 @@ def check_manifest(directory: Path, m: Manifest) -> None:
         inside(directory, e["path"], f"the {table} CSV's path")
         if not isinstance(e.get("rows"), int) or isinstance(e.get("rows"), bool) or e["rows"] < 0:
             raise DatasetError(f"{where}: csv entry {shown(table)} lacks rows (or has the wrong type); {fix}")
-    if m.kind == MARKET:
-        _check_market_manifest(where, m, fix)
+    check_kind(where, m, fix)
     expected = expected_params(m)
     if m.params != expected:
         diff = ", ".join(f"{k} {shown(m.params.get(k))} (its data give {shown(v)})"
@@ -423,94 +409,7 @@ def check_manifest(directory: Path, m: Manifest) -> None:
 _COUNTED_TYPES = {"rows": int, "bytes": int, "hash": str}
 
 
-def _check_market_manifest(where: Path, m: Manifest, fix: str) -> None:
-    """A market manifest's fields that change a run, each checked against what its data (and,
-    generated, the generator) determine; a refusal names the field. What cannot be checked
-    here (rows, venues, scale, seed: they need the data) :func:`check_market_data` checks."""
-    try:
-        calendar = mc.calendar_of(m.calendar)
-    except ValueError as exc:
-        raise DatasetError(f"{where}: its calendar: {exc}; {fix}") from None
-    if m.symbols != 0:
-        raise DatasetError(f"{where}: symbols {shown(m.symbols)}: a market dataset has none (0); {fix}")
-    generated = m.source == "generated"
-    if generated and m.calendar != mc.calendar_dict():
-        raw = m.calendar or {}
-        wrong = [k for k in ("days", "session", "venues") if raw.get(k) != mc.calendar_dict()[k]] or ["keys"]
-        raise DatasetError(f"{where}: calendar.{wrong[0]} is not the generated calendar's, which a generated "
-                           f"dataset has; {fix}")
-    if not generated and (m.scale != 1.0 or m.seed != 0):
-        field_ = "scale" if m.scale != 1.0 else "seed"
-        raise DatasetError(f"{where}: {field_} {shown(getattr(m, field_))}: an imported dataset's is "
-                           f"{'1' if field_ == 'scale' else '0'}; {fix}")
-    if isinstance(m.universe, bool) or not isinstance(m.universe, int) or m.universe < 1:
-        raise DatasetError(f"{where}: universe {shown(m.universe)} is not a count of instruments; {fix}")
-    inst = [e for e in m.partitions if e["table"] == "instruments"]
-    if len(inst) != 1 or inst[0]["path"] != INSTRUMENTS_PATH:
-        raise DatasetError(f"{where}: not one instruments entry at {INSTRUMENTS_PATH}; {fix}")
-    if inst[0]["rows"] != m.universe:
-        raise DatasetError(f"{where}: universe {m.universe}, and its instruments entry has {inst[0]['rows']} rows; "
-                           f"{fix}")
-    days = set(calendar.days)
-    for i, e in enumerate(m.partitions):
-        if e["table"] == "instruments":
-            continue
-        if e["table"] not in MARKET_TABLES or not isinstance(e.get("block"), int) or e.get("day") not in days:
-            raise DatasetError(f"{where}: partition entry {i} ({shown(e['path'])}): table, block or day "
-                               f"{shown(e.get('day'))} not one of its calendar's; {fix}")
-        if e["path"] != f"{e['table']}/{e['day']}/block-{e['block']}.parquet":
-            raise DatasetError(f"{where}: partition entry {i}'s day {shown(e['day'])} or block {shown(e['block'])} "
-                               f"is not that of its path {shown(e['path'])}; {fix}")
-    if generated:
-        n = m.universe
-        want = {(t, b.day.isoformat(), b.index): [[b.first_rank, b.last_rank],
-                                                  [mc.sym_of(b.first_rank, n), mc.sym_of(b.last_rank, n)]]
-                for b in mc.blocks(n) for t in MARKET_TABLES}
-        have = {(e["table"], e["day"], e["block"]): [e.get("ranks"), e.get("syms")]
-                for e in m.partitions if e["table"] != "instruments"}
-        if set(have) != set(want) or len(have) != len(m.partitions) - 1:
-            raise DatasetError(f"{where}: partitions not the part files of universe {m.universe} (a day or block "
-                               f"added, removed or repeated); {fix}")
-        for key, (ranks, syms) in have.items():
-            if [ranks, syms] != want[key]:
-                raise DatasetError(f"{where}: the ranks or syms of {key[0]}/{key[1]}/block-{key[2]} are not those "
-                                   f"of its block; {fix}")
-    for table, e in m.csv.items():
-        day_rows = sum(p["rows"] for p in m.partitions if p["table"] == table and p.get("day") == m.params.get("D"))
-        if e["rows"] != day_rows:
-            raise DatasetError(f"{where}: the {table} CSV's rows {e['rows']}, and its day D partitions hold "
-                               f"{day_rows}; {fix}")
-
-
-def check_market_data(directory: Path, m: Manifest, venues_seen: set[str]) -> None:
-    """The market manifest's fields only the data can check: its venues (those of the quotes,
-    ``venues_seen``), and for a generated dataset its seed and universe (the instruments table
-    is regenerated from them) and its scale (day 1's first part file is regenerated at it);
-    DatasetError naming the field."""
-    where = directory / MANIFEST
-    fix = "the manifest was edited or written by something else: regenerate or re-import the dataset"
-    venues = set(m.calendar["venues"]) if isinstance(m.calendar, dict) else set()
-    # Generated: exactly the generator's (the calendar check); imported: every venue quoted is one
-    # of the calendar's (an import may keep a venue whose instruments it dropped).
-    if not venues_seen <= venues:
-        raise DatasetError(f"{where}: calendar.venues {shown(sorted(venues))} are not the venues of its quotes "
-                           f"{shown(sorted(venues_seen))}; {fix}")
-    if m.source != "generated":
-        return
-    assert m.universe is not None
-    entries = {e["path"]: e for e in m.partitions}
-    inst = mc.instruments_table(mc.universe_instruments(m.seed, m.universe))
-    if hash_table(inst) != entries[INSTRUMENTS_PATH]["hash"]:
-        raise DatasetError(f"{where}: seed {m.seed} (universe {m.universe}) does not give its instruments table; {fix}")
-    first = next(b for b in mc.blocks(m.universe) if b.index == 0 and b.day == mc.DAYS[0])
-    data = generate_block(m.seed, first, m.universe, m.scale)
-    for table in MARKET_TABLES:
-        if hash_table(getattr(data, table)) != entries[first.path(table)]["hash"]:
-            raise DatasetError(f"{where}: scale {m.scale:g} does not give its data ({first.path(table)} regenerated "
-                               f"at scale {m.scale:g} differs); {fix}")
-
-
-def _check_partition_entry(where: Path, i: int, e: dict[str, Any], fix: str) -> None:
+def _check_partition_entry(where: Path, i: int, e: dict[str, Any], fix: str, tables: Collection[str]) -> None:
     bad = [k for k, t in _ENTRY_TYPES.items() if not isinstance(e.get(k), t)]
     if bad:
         raise DatasetError(f"{where}: partition entry {i} lacks {', '.join(bad)} (or has the wrong type); {fix}")
@@ -522,40 +421,10 @@ def _check_partition_entry(where: Path, i: int, e: dict[str, Any], fix: str) -> 
         day = dt.date.fromisoformat(e["day"])
     except ValueError:
         raise DatasetError(f"{where}: partition entry {i} has day {shown(e['day'])}, not a date; {fix}") from None
-    if e["table"] not in TABLES or e["path"] != partition_path(e["table"], day, e["exchange"], e["sym"]):
+    if e["table"] not in tables or e["path"] != partition_path(e["table"], day, e["exchange"], e["sym"]):
         raise DatasetError(f"{where}: partition entry {i} ({shown(e['table'])}, {e['day']}, "
                            f"{shown(e['exchange'])}, {shown(e['sym'])}) names the path {shown(e['path'])}, "
                            f"not the layout's; {fix}")
-
-
-def expected_params(m: Manifest) -> dict[str, Any]:
-    """The benchmark parameters a dataset's data determine: the calendar's (SPEC §2) for a
-    generated dataset, those derived from the partitions for an imported one."""
-    if m.source == "generated":
-        return dict(mc.default_params()) if m.kind == MARKET else default_params()
-    if m.kind == MARKET and isinstance(m.source, str) and m.source.startswith("import:"):
-        try:
-            return dict(mc.params_of(mc.calendar_of(m.calendar)))
-        except ValueError as exc:
-            raise DatasetError(f"an imported market dataset's calendar: {exc}; re-import it") from None
-    if isinstance(m.source, str) and m.source.startswith("import:"):
-        if not m.partitions:
-            raise DatasetError("an imported dataset without partitions; re-import it")
-        return derive_params(m.partitions)
-    raise DatasetError(f"dataset source {shown(m.source)}: unknown to this tickbench (generated or import:FORMAT)")
-
-
-def default_params() -> dict[str, Any]:
-    """The benchmark parameters of SPEC §2 for the generated calendar."""
-    month = cal.month_days()
-    return {
-        "day": cal.MONTH_START.isoformat(),
-        "week": [month[0].isoformat(), month[6].isoformat()],
-        "month": [month[0].isoformat(), month[-1].isoformat()],
-        "symbol": "BTC-USD",
-        "multi_day": cal.MULTI_DAY.isoformat(),
-        "bulk_day": cal.BULK_DAY.isoformat(),
-    }
 
 
 def check_scale(scale: float) -> None:
@@ -568,94 +437,7 @@ def check_seed(seed: int) -> None:
         raise DatasetError(f"--seed {seed}: must be an integer in [0, 2**63)")
 
 
-def _gen_task(args: tuple[int, cal.Partition, int, str]) -> dict[str, Any]:
-    """Generate and write one partition into the staging directory ``out`` (run in a worker
-    process, or a cluster worker that sees ``out`` on a shared filesystem)."""
-    seed, part, symbols, out = args
-    if not Path(out).is_dir():
-        raise DatasetError(f"worker {socket.gethostname()}: cannot see the output directory {out}; "
-                           "with --cluster, --out must be on a filesystem every worker mounts at the same path")
-    data = generate_partition(seed, part, cal.instrument(part.sym, symbols))
-    rows = []
-    for table in TABLES:
-        t = getattr(data, table)
-        rel = partition_path(table, part.day, part.exchange, part.sym)
-        dest = Path(out) / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(t, dest, compression="zstd", use_dictionary=["exchange", "sym", "side"])
-        rows.append({
-            "table": table, "day": part.day.isoformat(), "exchange": part.exchange,
-            "sym": part.sym, "path": rel, "rows": t.num_rows, "bytes": dest.stat().st_size,
-            "csv_bytes": csv_size(t), "hash": hash_table(t),
-        })
-    return {"rows": rows, "generator_version": GENERATOR_VERSION, "tickbench_version": __version__}
-
-
 ProgressFn = Callable[[int, int], None]
-
-
-def check_dataset(dataset: str, symbols: int, universe: int | None) -> None:
-    """Refuse an unknown dataset kind and options that do not belong to it."""
-    if dataset not in KINDS:
-        raise DatasetError(f"--dataset {dataset}: must be one of {', '.join(KINDS)}")
-    if dataset == PAPER and universe is not None:
-        raise DatasetError("--universe applies to --dataset market; the paper dataset's extra instruments "
-                           "are --symbols N")
-    if dataset == MARKET:
-        if symbols:
-            raise DatasetError("--symbols applies to --dataset paper; the market dataset's size is --universe N")
-        if universe is not None and not mc.MIN_UNIVERSE <= universe <= mc.MAX_UNIVERSE:
-            raise DatasetError(f"--universe {universe}: must be in [{mc.MIN_UNIVERSE}, {mc.MAX_UNIVERSE:,}]")
-
-
-def generate(
-    out: Path,
-    scale: float,
-    seed: int,
-    symbols: int = 0,
-    jobs: int = 1,
-    progress: ProgressFn | None = None,
-    cluster: str | None = None,
-    dataset: str = PAPER,
-    universe: int | None = None,
-    on_wait: Callable[[str], None] | None = None,
-) -> Manifest:
-    """Generate the dataset into ``out`` and return its manifest.
-
-    ``dataset`` is ``"paper"`` (SPEC §1.1, with ``symbols`` extra instruments) or ``"market"``
-    (SPEC §1.3, ``universe`` instruments, default 1,000). The partitions run in ``jobs`` local
-    worker processes, or, with ``cluster`` (a Dask scheduler address, or ``local:N``), as tasks
-    on a Dask cluster whose workers all see ``out``'s parent directory (see
-    :mod:`tickbench.data.cluster`); the files and the content hash are the same.
-
-    The files are written into a staging directory beside ``out`` and moved into place only
-    when every partition and the manifest are complete: an interrupted or failed run leaves
-    nothing half-written. An ``out`` that already holds the same dataset is reused as is; one
-    that holds anything else is refused. A generation or import writing into ``out`` holds its
-    lock (:func:`dataset_lock`): this one waits for it (``on_wait`` is told who holds it), then
-    reuses what it made. SIGTERM and SIGHUP stop it as Ctrl-C does (:class:`GenerationStopped`):
-    its workers are killed (they die with it in any case, ``kill -9`` included) and nothing is kept.
-    """
-    check_scale(scale)
-    check_seed(seed)
-    check_dataset(dataset, symbols, universe)
-    if dataset == MARKET and universe is None:
-        universe = mc.DEFAULT_UNIVERSE
-    if symbols < 0 or symbols > 10_000:
-        raise DatasetError(f"--symbols {symbols}: must be in [0, 10000]")
-    if jobs < 1:
-        raise DatasetError(f"--jobs {jobs}: must be at least 1")
-    if cluster is not None:
-        if jobs != 1:
-            raise DatasetError(f"--jobs {jobs} and --cluster {cluster} together; the cluster's workers do "
-                               "the work: give one or the other")
-        try:
-            check_address(cluster)
-        except ClusterError as exc:
-            raise DatasetError(str(exc)) from None
-    out = Path(out)
-    with dataset_lock(out, "generating", wait=True, on_wait=on_wait), stopping_on_signals():
-        return _generate_locked(out, scale, seed, symbols, jobs, progress, cluster, dataset, universe)
 
 
 def lock_path(out: Path) -> Path:
@@ -691,52 +473,6 @@ def dataset_lock(out: Path, what: str, wait: bool = False,
                            "directory you can write, on a disk with room") from None
     with held:
         yield
-
-
-def _generate_locked(out: Path, scale: float, seed: int, symbols: int, jobs: int, progress: ProgressFn | None,
-                     cluster: str | None, dataset: str, universe: int | None) -> Manifest:
-    if out.exists():
-        if not out.is_dir():
-            raise DatasetError(f"--out {out}: exists and is not a directory")
-        if (out / MANIFEST).exists():
-            existing = Manifest.read(out)
-            version = MARKET_GENERATOR_VERSION if dataset == MARKET else GENERATOR_VERSION
-            if (existing.kind, existing.scale, existing.seed, existing.symbols, existing.universe) == (
-                dataset, scale, seed, symbols, universe
-            ) and existing.generator_version == version:
-                verify_files(out, existing)
-                return existing
-            what = (f"universe {existing.universe}" if existing.kind == MARKET else f"symbols {existing.symbols}")
-            raise DatasetError(
-                f"--out {out}: holds a different dataset ({existing.kind}, scale {existing.scale}, seed "
-                f"{existing.seed}, {what}); choose another directory or remove it"
-            )
-        if any(out.iterdir()):
-            raise DatasetError(f"--out {out}: not empty and not a tickbench dataset; choose an "
-                               "empty or new directory")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    remove_abandoned_stages(out)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    claim_stage(stage)
-    try:
-        if dataset == MARKET:
-            assert universe is not None
-            manifest = _generate_market_into(stage, scale, seed, universe, jobs, progress, cluster)
-        else:
-            manifest = _generate_into(stage, scale, seed, symbols, jobs, progress, cluster)
-        (stage / STAGE_OWNER).unlink()  # not part of the dataset
-        if out.exists():
-            out.rmdir()
-        os.replace(stage, out)
-        return manifest
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise DatasetError(f"--out {out}: the disk filled up while generating; nothing was kept. "
-                               f"Free space on {out.parent} or choose a smaller --scale") from exc
-        raise
-    finally:
-        if stage.exists():
-            shutil.rmtree(stage, ignore_errors=True)
 
 
 STAGE_OWNER = ".owner"  # in a staging directory: "host pid create_time" of the process generating into it
@@ -784,82 +520,7 @@ def remove_abandoned_stages(out: Path) -> list[Path]:
     return removed
 
 
-def _generate_into(
-    stage: Path, scale: float, seed: int, symbols: int, jobs: int, progress: ProgressFn | None,
-    cluster: str | None = None,
-) -> Manifest:
-    parts = sorted(cal.partitions(scale, symbols), key=lambda p: -(p.trades + p.book))
-    tasks = [(seed, p, symbols, str(stage)) for p in parts]
-    csv_tasks = [(str(stage), table, _bulk_rels(parts, table), csv_path(table)) for table in TABLES]
-    rows, csv_info = _run_tasks(
-        stage, _gen_task, tasks, lambda t: t[1].day == cal.BULK_DAY, csv_tasks, GENERATOR_VERSION,
-        jobs, progress, cluster)
-    manifest = Manifest(
-        scale=scale, seed=seed, symbols=symbols,
-        content_hash=combine_hashes({r["path"]: r["hash"] for r in rows}),
-        partitions=rows, csv=csv_info, params=default_params(),
-    )
-    (stage / MANIFEST).write_text(manifest.to_json())
-    return manifest
-
-
-def _market_task(args: tuple[int, mc.Block, int, float, str]) -> dict[str, Any]:
-    """Generate one block (a day's part file per table) of the market dataset into the staging
-    directory ``out`` (a worker process, or a cluster worker that sees ``out``)."""
-    seed, block, universe, scale, out = args
-    if not Path(out).is_dir():
-        raise DatasetError(f"worker {socket.gethostname()}: cannot see the output directory {out}; "
-                           "with --cluster, --out must be on a filesystem every worker mounts at the same path")
-    data = generate_block(seed, block, universe, scale)
-    syms = [mc.sym_of(block.first_rank, universe), mc.sym_of(block.last_rank, universe)]
-    rows = []
-    for table in MARKET_TABLES:
-        t = getattr(data, table)
-        rel = block.path(table)
-        dest = Path(out) / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(t, dest, compression="zstd", use_dictionary=["exchange", "sym", "side"],
-                       row_group_size=MARKET_ROW_GROUP)
-        rows.append({
-            "table": table, "day": block.day.isoformat(), "block": block.index,
-            "ranks": [block.first_rank, block.last_rank], "syms": syms, "path": rel, "rows": t.num_rows,
-            "bytes": dest.stat().st_size, "csv_bytes": csv_size(t), "hash": hash_table(t),
-        })
-    return {"rows": rows, "generator_version": MARKET_GENERATOR_VERSION, "tickbench_version": __version__}
-
-
-INSTRUMENTS_PATH = "instruments.parquet"
-
-
-def _generate_market_into(
-    stage: Path, scale: float, seed: int, universe: int, jobs: int, progress: ProgressFn | None,
-    cluster: str | None = None,
-) -> Manifest:
-    inst = mc.instruments_table(mc.universe_instruments(seed, universe))
-    pq.write_table(inst, stage / INSTRUMENTS_PATH, compression="zstd")
-    inst_row = {"table": "instruments", "day": None, "path": INSTRUMENTS_PATH, "rows": inst.num_rows,
-                "bytes": (stage / INSTRUMENTS_PATH).stat().st_size, "csv_bytes": csv_size(inst),
-                "hash": hash_table(inst)}
-    blocks = sorted(mc.blocks(universe), key=lambda b: -b.expected_rows(scale))
-    tasks = [(seed, b, universe, scale, str(stage)) for b in blocks]
-    d = mc.d_day()
-    csv_tasks = [(str(stage), table, [b.path(table) for b in sorted(blocks, key=lambda b: b.index) if b.day == d],
-                  csv_path(table, d)) for table in MARKET_TABLES]
-    rows, csv_info = _run_tasks(
-        stage, _market_task, tasks, lambda t: t[1].day == d, csv_tasks, MARKET_GENERATOR_VERSION,
-        jobs, progress, cluster)
-    rows = [inst_row, *rows]
-    manifest = Manifest(
-        scale=scale, seed=seed, symbols=0,
-        content_hash=combine_hashes({r["path"]: r["hash"] for r in rows}),
-        partitions=rows, csv=csv_info, params=mc.default_params(),
-        generator_version=MARKET_GENERATOR_VERSION, kind=MARKET, universe=universe, calendar=mc.calendar_dict(),
-    )
-    (stage / MANIFEST).write_text(manifest.to_json())
-    return manifest
-
-
-def _run_tasks(
+def run_tasks(
     stage: Path, task_fn: Callable[[Any], dict[str, Any]], tasks: list[Any], feeds_csv: Callable[[Any], bool],
     csv_tasks: list[tuple[str, str, list[str], str]], version: str, jobs: int, progress: ProgressFn | None,
     cluster: str | None,
@@ -904,7 +565,7 @@ def _run_tasks(
         except ClusterError as exc:
             raise DatasetError(str(exc)) from None
         # Every file a worker wrote must be here, on this machine's view of the shared path.
-        verify_files(stage, Manifest(0.0, 0, 0, "", rows, {}, {}))
+        verify_files(stage, Manifest(0.0, 0, 0, "", rows, {}, {}), {})
     elif jobs == 1:
         collect(map(task_fn, tasks))
     else:
@@ -1056,9 +717,9 @@ def _ts_text(ns: np.ndarray) -> pa.Array:
     ``YYYY-MM-DD hh:mm:ss.fffffffffZ``, built with array arithmetic (the writer's own
     formatting costs about 2 µs a row)."""
     n = ns.size
-    day, rem = np.divmod(ns, cal.NS_PER_DAY)
+    day, rem = np.divmod(ns, NS_PER_DAY)
     days, inverse = np.unique(day, return_inverse=True)
-    dates = np.frombuffer(b"".join((cal.EPOCH + dt.timedelta(days=int(d))).isoformat().encode()
+    dates = np.frombuffer(b"".join((EPOCH + dt.timedelta(days=int(d))).isoformat().encode()
                                    for d in days), np.uint8).reshape(-1, 10)
     text = np.empty((n, 30), np.uint8)
     text[:, :10] = dates[inverse]
@@ -1094,13 +755,21 @@ def bulk_csv(stage: Path, table: str, rels: list[str], rel: str) -> dict[str, An
     return _bulk_csv_task((str(stage), table, rels, rel))[1]
 
 
-def _bulk_rels(parts: Iterable[cal.Partition], table: str) -> list[str]:
-    return sorted(partition_path(table, p.day, p.exchange, p.sym) for p in parts if p.day == cal.BULK_DAY)
+class ContentCheck(Protocol):
+    """A kind's checks of a dataset that need its rows: told each partition as it is read, then asked."""
+
+    def partition(self, entry: dict[str, Any], rows: pa.Table) -> None:
+        """One partition's rows (its hash and row count already checked)."""
+
+    def done(self) -> None:
+        """Every partition was seen: DatasetError naming what the data contradict."""
 
 
-def verify_files(directory: Path, manifest: Manifest, content: bool = False) -> None:
+def verify_files(directory: Path, manifest: Manifest, schemas: Mapping[str, pa.Schema], content: bool = False,
+                 check: ContentCheck | None = None) -> None:
     """Check that every file the manifest names is present with its size (and, with
-    ``content``, that every partition's rows hash to the manifest's hash)."""
+    ``content``, that every partition's rows, read in their table's schema of ``schemas``, hash
+    to the manifest's hash, then its kind's ``check``)."""
     for entry in [*manifest.partitions, *manifest.csv.values()]:
         path = inside(directory, entry["path"])
         if not path.is_file():
@@ -1111,9 +780,7 @@ def verify_files(directory: Path, manifest: Manifest, content: bool = False) -> 
                                f"the manifest says {entry['bytes']}; the dataset was modified")
     if content:
         hashes = {}
-        venues: set[str] = set()
         for entry in manifest.partitions:
-            schemas = MARKET_SCHEMAS if manifest.kind == MARKET else SCHEMAS
             t = read_partition(inside(directory, entry["path"]), schemas[entry["table"]])
             got = hash_table(t)
             if got != entry["hash"]:
@@ -1122,13 +789,13 @@ def verify_files(directory: Path, manifest: Manifest, content: bool = False) -> 
             if t.num_rows != entry["rows"]:
                 raise DatasetError(f"{directory}: {entry['path']} holds {t.num_rows:,} rows, its manifest entry's "
                                    f"rows say {entry['rows']:,}; the manifest was edited: regenerate or re-import it")
-            if manifest.kind == MARKET and entry["table"] == "quotes":
-                venues.update(v for v in pc.unique(t.column("exchange")).to_pylist() if v is not None)
+            if check is not None:
+                check.partition(entry, t)
             hashes[entry["path"]] = got
         if combine_hashes(hashes) != manifest.content_hash:
             raise DatasetError(f"{directory}: content hash differs from the manifest")
-        if manifest.kind == MARKET:
-            check_market_data(directory, manifest, venues)
+        if check is not None:
+            check.done()
 
 
 def check_rows(path: Path, entry: dict[str, Any]) -> None:
@@ -1167,15 +834,8 @@ class Dataset:
 
     root: Path
     manifest: Manifest
-
-    @classmethod
-    def open(cls, directory: Path, verify_content: bool = False) -> Dataset:
-        directory = Path(directory)
-        if not directory.is_dir():
-            raise DatasetError(f"--data {directory}: no such directory")
-        manifest = Manifest.read(directory)
-        verify_files(directory, manifest, content=verify_content)
-        return cls(directory, manifest)
+    #: Its kind's tables' schemas (``tickbench.datasets.base.open_dataset`` opens a dataset with them).
+    schemas: Mapping[str, pa.Schema]
 
     @property
     def params(self) -> dict[str, Any]:
@@ -1183,26 +843,15 @@ class Dataset:
 
     @property
     def kind(self) -> str:
-        """``"paper"`` (trades and book, SPEC §1) or ``"market"`` (instruments, quotes, trades, §1.3)."""
+        """The name of its kind (``tickbench.datasets.base.kind_of`` gives the kind itself)."""
         return self.manifest.kind
 
     @property
     def universe(self) -> int:
-        """A market dataset's number of instruments."""
-        if self.manifest.kind != MARKET or self.manifest.universe is None:
+        """How many instruments a dataset of a kind with an instrument universe (the market's) has."""
+        if self.manifest.universe is None:
             raise DatasetError(f"{self.root}: a {self.manifest.kind} dataset has no instrument universe")
         return self.manifest.universe
-
-    @property
-    def calendar(self) -> mc.Calendar:
-        """A market dataset's trading days, session and venues (the generated calendar, or the one
-        an import derived from its data)."""
-        if self.manifest.kind != MARKET:
-            raise DatasetError(f"{self.root}: a {self.manifest.kind} dataset has no market calendar")
-        try:
-            return mc.calendar_of(self.manifest.calendar)
-        except ValueError as exc:
-            raise DatasetError(f"{self.root}: its manifest's calendar: {exc}") from None
 
     @property
     def bulk_day(self) -> str:
@@ -1211,13 +860,14 @@ class Dataset:
 
     def schema(self, table: str) -> pa.Schema:
         """The Arrow schema of ``table`` in this dataset's kind."""
-        return (MARKET_SCHEMAS if self.kind == MARKET else SCHEMAS)[table]
+        return self.schemas[table]
 
     def instruments(self) -> pl.DataFrame:
-        """A market dataset's instruments table, by rank."""
-        if self.manifest.kind != MARKET:
+        """The instruments table (by rank) of a dataset whose kind has one (the market's)."""
+        entry = next((e for e in self.manifest.partitions if e["table"] == "instruments"), None)
+        if "instruments" not in self.schemas or entry is None:
             raise DatasetError(f"{self.root}: a {self.manifest.kind} dataset has no instruments table")
-        return pl.read_parquet(inside(self.root, INSTRUMENTS_PATH))
+        return pl.read_parquet(inside(self.root, entry["path"]))
 
     def entries(
         self,

@@ -1,6 +1,6 @@
 """What every dataset check shares: the reasons common to both datasets' rows, a violation and
 the report that collects them, and the content hash of a Parquet file read a column chunk at a
-time (:mod:`tickbench.data.validate` checks the paper dataset, :mod:`tickbench.data.market_validate`
+time (:mod:`tickbench.datasets.paper.validate` checks the paper dataset, :mod:`tickbench.datasets.market.validate`
 the market dataset)."""
 
 from __future__ import annotations

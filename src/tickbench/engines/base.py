@@ -75,7 +75,7 @@ from typing import Any, ClassVar, TypeVar
 import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
-from tickbench.params import RunParams
+from tickbench.datasets.base import RunParams
 
 ENGINES_DIR = Path(__file__).parent
 #: Further packages of engine folders, comma-separated importable package names (engines kept
@@ -623,12 +623,12 @@ class EngineTime(ABC):
 
 
 class Market(ABC):
-    """Capability: the market suite (SPEC §2.3) on a market dataset (``dataset.kind ==
-    "market"``): :meth:`load_market` creates the market schema in the engine's own idiom
-    (instruments, quotes and trades: types, sort keys, partitioning, compression) and loads the
-    dataset's 20 days; ``run_query`` runs ``queries/M-*.<ext>`` bound to the market parameters
-    (:meth:`tickbench.market_params.MarketParams.bindings`). An M- query the engine cannot answer
-    is declared in ``engine.toml``'s ``[unsupported]`` with the reason. The market suite calls
+    """Capability: the market suite (SPEC §2.3) on a market dataset: :meth:`load_market` creates
+    the market schema in the engine's own idiom (instruments, quotes and trades: types, sort
+    keys, partitioning, compression) and loads the dataset's 20 days; ``run_query`` runs
+    ``queries/M-*.<ext>`` bound to the market parameters
+    (:meth:`tickbench.datasets.market.params.MarketParams.bindings`). An M- query the engine
+    cannot answer is declared in ``engine.toml``'s ``[unsupported]`` with the reason. The market suite calls
     these instead of :meth:`Engine.load`; an engine keeps its market code in a module of its own.
 
     The market suite's users: with :class:`SharedReaders`, each user is a client process of its
@@ -680,7 +680,7 @@ class MarketReader(ABC):
     @abstractmethod
     def run_query(self, qid: str, params: RunParams) -> pa.Table:
         """Run the native query ``qid`` (``queries/<qid>.<ext>``) bound to ``params`` (a user's
-        :class:`~tickbench.market_params.MarketParams`) over the rows visible now; the whole result."""
+        :class:`~tickbench.datasets.market.params.MarketParams`) over the rows visible now; the whole result."""
 
     def close(self) -> None:  # noqa: B027 - optional: most readers have nothing to release
         """Release the connection or cursor."""
@@ -822,6 +822,16 @@ CAPABILITIES: dict[str, type] = {"bulk load": BulkLoad, "storage": Storage, "ing
 
 
 C = TypeVar("C")
+P = TypeVar("P")
+
+
+def by_kind(dataset: Dataset, **parts: P) -> P:
+    """An adapter's part for the kind of ``dataset``: ``parts`` names every dataset kind the
+    adapter serves and what serves it (``paper=…, market=…``), so a dataset of a kind it does
+    not serve is refused, naming those it does, instead of being taken for another."""
+    if dataset.kind not in parts:
+        raise EngineUnavailable(f"serves the {', '.join(parts)} datasets, not a {dataset.kind} dataset")
+    return parts[dataset.kind]
 
 
 def capability(adapter: Engine, cap: type[C]) -> C:

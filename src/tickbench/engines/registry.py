@@ -14,8 +14,8 @@ from functools import cache
 from pathlib import Path
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.base import RunParams
 from tickbench.engines.base import ENGINES_DIR, PACKAGES_ENV, Engine, EngineInfo, EngineUnavailable
-from tickbench.params import RunParams
 
 
 def _folders() -> dict[str, tuple[str, Path]]:

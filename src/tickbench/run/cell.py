@@ -28,9 +28,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from tickbench.data.dataset import Dataset, DatasetError
+from tickbench.datasets.base import ReferenceAnswers, RunParams
 from tickbench.engines.base import Engine, EngineInfo
-from tickbench.params import RunParams
-from tickbench.reference import Answers
 from tickbench.results import Record
 from tickbench.run.engine_process import (
     CellTimeout,
@@ -188,7 +187,7 @@ class CellContext:
     engine: type[Engine]
     ds: Dataset
     params: RunParams
-    refs: Answers
+    refs: ReferenceAnswers
     workdir: Path
     protocol: Protocol
     opts: Options

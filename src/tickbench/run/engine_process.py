@@ -35,11 +35,10 @@ from typing import Any
 
 import psutil
 
-from tickbench.data.dataset import Dataset
+from tickbench.datasets.base import RunParams, open_dataset, params_from_dict
 from tickbench.engines.base import Engine, EngineTime, open_shared
 from tickbench.engines.registry import adapter_class, engine_infos
 from tickbench.engines.server import kill_tree, server_leaders
-from tickbench.params import RunParams, params_from_dict
 from tickbench.run.faults import faults, with_faults
 from tickbench.run.memory import BUDGET_ENV, GIB, PeakMemory, budget_bytes, tree_rss
 from tickbench.run.memory import KIND as MEMORY_KIND
@@ -97,7 +96,7 @@ def _serve(conn: Connection, engine: str, workdir: str, data: str, params: dict[
     injected = faults(engine)
     if injected:  # tests only
         cls = with_faults(cls, injected)
-    adapter: Engine = cls(engine_infos()[engine], Path(workdir), Dataset.open(Path(data)), qp)
+    adapter: Engine = cls(engine_infos()[engine], Path(workdir), open_dataset(Path(data)), qp)
     owns_server = False  # started here (not attached to another process's server)
     while True:
         msg = conn.recv()

@@ -25,11 +25,10 @@ from typing import Any
 
 from tickbench.data.dataset import Dataset, shown
 from tickbench.data.locks import LockBusy, LockRefused, exclusive
+from tickbench.datasets.base import ReferenceAnswers, RunParams, open_dataset, params_for
 from tickbench.engines.base import ENDPOINTS_ENV, Endpoint, EngineUnavailable, Server
 from tickbench.engines.registry import adapter, adapter_class, availability, engine_infos
 from tickbench.engines.server import SHARED_TMP, reachable_work_root, stop_leftovers
-from tickbench.params import RunParams, params_for
-from tickbench.reference import answers_for
 from tickbench.results import DatasetInfo, Record, Results, RunSettings, V1Names, read_results
 from tickbench.run import engine_process, environment
 from tickbench.run.cell import CellContext, Options, PhaseClock, Protocol, RunnableSuite, free_bytes
@@ -370,7 +369,7 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> Results:
     if not cfg.suites:
         raise RunError("no suite to run")
     check_endpoints(cfg.engines, cfg.suite, cfg.suites, cfg.protocol.cold, cfg.endpoints)
-    ds = Dataset.open(cfg.data, verify_content=cfg.verify_dataset)
+    ds = open_dataset(cfg.data, verify_content=cfg.verify_dataset)
     check_dataset_kind(cfg, ds)
     params = params_for(ds, cfg.seed)
     with endpoints_env(cfg.endpoints):
@@ -411,7 +410,7 @@ def _run(cfg: RunConfig, ds: Dataset, params: RunParams, progress: Progress | No
     protocol = cfg.protocol
     if protocol.save_answers is not None:
         protocol = Protocol(**{**protocol.__dict__, "save_answers": cfg.out / "answers"})
-    refs = answers_for(ds, params)
+    refs = ReferenceAnswers(ds, params)
     infos = engine_infos()
     shared: dict[str, Any] = {}  # run-wide artefacts of the suites, shared by every engine
 

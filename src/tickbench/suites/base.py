@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
-from tickbench.data.dataset import shown
+from tickbench.data.dataset import DEFAULT_KIND, shown
 from tickbench.report.cells import Measure, cell_text, timing_measures
 from tickbench.report.widgets import AddChart, PageParts, Section, SuiteView
 from tickbench.results import Record
@@ -165,8 +165,9 @@ class Suite(ABC):
     options: ClassVar[tuple[Option, ...]] = ()
     figures_model: ClassVar[type[BaseModel] | None] = None
     worker_ops: ClassVar[dict[str, WorkerOp]] = {}
-    #: The kind of dataset the suite runs on: ``paper`` (SPEC §1) or ``market`` (§1.3).
-    dataset_kind: ClassVar[str] = "paper"
+    #: The name of the dataset kind the suite runs on (``tickbench.datasets.base.kinds``; by
+    #: default the paper's, SPEC §1).
+    dataset_kind: ClassVar[str] = DEFAULT_KIND
     #: The engine-process operation that loads the suite's data (a core one, or one of its own).
     load_op: ClassVar[str] = "load"
     #: Why the suite cannot run against an external endpoint (``None``: it can). Refused

@@ -3,7 +3,7 @@
 ``import_dataset(fmt, paths, out)`` streams the input files through a format reader
 (:mod:`.tardis`, :mod:`.cryptofeed`, :mod:`.lobster`; :mod:`.taq` and Tardis ``quotes`` files
 make a market dataset instead, SPEC §1.3, written by :mod:`.market`), checks every row with the invariants of
-:mod:`tickbench.data.validate`, writes the partitions, the bulk-load day's CSV and a manifest
+:mod:`tickbench.datasets.paper.validate`, writes the partitions, the bulk-load day's CSV and a manifest
 (``source = "import:<format>"``) into a staging directory beside ``out`` and renames it into
 place only when complete, as ``generate`` does. The benchmark parameters are derived from the
 data (:func:`derive_params`).
@@ -42,7 +42,7 @@ from tickbench.data.importers.writer import (
     missing_id_hint,
     write_bulk_csv,
 )
-from tickbench.data.schema import TABLES
+from tickbench.datasets.paper.schema import TABLES
 
 Reader = Callable[[list[Path], ReaderOptions], Iterator[Chunk]]
 FORMATS: dict[str, Reader] = {"tardis": tardis.read, "cryptofeed": cryptofeed.read, "lobster": lobster.read,

@@ -19,8 +19,9 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from tickbench.data.dataset import DatasetError
-from tickbench.data.schema import BOOK_SCHEMA, LEVELS, TRADES_SCHEMA
-from tickbench.data.validate import MISSING_VALUE, TS_OUT_OF_RANGE
+from tickbench.data.schema import TRADES_SCHEMA
+from tickbench.datasets.paper.schema import BOOK_SCHEMA, LEVELS
+from tickbench.datasets.paper.validate import MISSING_VALUE, TS_OUT_OF_RANGE
 
 NS_PER_US = 1_000
 ROW_COL = "_row"

@@ -48,7 +48,7 @@ from tickbench.data.importers.common import (
     trades_select,
     with_row_index,
 )
-from tickbench.data.validate import TS_OUT_OF_RANGE
+from tickbench.datasets.paper.validate import TS_OUT_OF_RANGE
 
 TRADE_COLS = {"exchange", "symbol", "side", "amount", "price", "id", "timestamp", "receipt_timestamp"}
 BOOK_COLS = {"exchange", "symbol", "side", "price", "size", "timestamp", "delta", "receipt_timestamp"}

@@ -53,8 +53,8 @@ from tickbench.data.importers.common import (
     reading,
     trades_select,
 )
-from tickbench.data.schema import BOOK_SCHEMA, LEVELS
-from tickbench.data.validate import TS_OUT_OF_RANGE
+from tickbench.datasets.paper.schema import BOOK_SCHEMA, LEVELS
+from tickbench.datasets.paper.validate import TS_OUT_OF_RANGE
 
 NAME = re.compile(r"^(?P<ticker>[^_]+)_(?P<day>\d{4}-\d{2}-\d{2})_(?P<start>\d+)_(?P<end>\d+)_"
                   r"(?P<kind>message|orderbook)_(?P<level>\d+)\.csv(\.gz)?$")

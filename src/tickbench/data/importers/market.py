@@ -40,11 +40,7 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
-from tickbench.data import market_calendar as mc
 from tickbench.data.dataset import (
-    INSTRUMENTS_PATH,
-    MARKET,
-    MARKET_ROW_GROUP,
     DatasetError,
     Manifest,
     bulk_csv,
@@ -56,16 +52,6 @@ from tickbench.data.dataset import (
 )
 from tickbench.data.importers.common import BAD_COL, ROW_COL, Chunk
 from tickbench.data.importers.writer import ImportFailure
-from tickbench.data.market_validate import (
-    PRICE_NOT_POSITIVE,
-    SEQ_NOT_INCREASING,
-    TRADE_WITHOUT_QUOTES,
-    TS_OUTSIDE_ENGINES,
-    VENUE_CROSSED,
-    implausible,
-)
-from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
-from tickbench.data.validate import StreamState, flagged, order_reasons
 from tickbench.data.violations import (
     AMOUNT_NOT_POSITIVE,
     BAD_SIDE,
@@ -74,6 +60,18 @@ from tickbench.data.violations import (
     SIZE_NOT_POSITIVE,
     Violation,
 )
+from tickbench.datasets.market import calendar as mc
+from tickbench.datasets.market.params import MARKET
+from tickbench.datasets.market.schema import INSTRUMENTS_PATH, MARKET_ROW_GROUP, MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.datasets.market.validate import (
+    PRICE_NOT_POSITIVE,
+    SEQ_NOT_INCREASING,
+    TRADE_WITHOUT_QUOTES,
+    TS_OUTSIDE_ENGINES,
+    VENUE_CROSSED,
+    implausible,
+)
+from tickbench.datasets.paper.validate import StreamState, flagged, order_reasons
 
 NS_PER_DAY = mc.NS_PER_DAY
 NS_PER_MIN = 60 * mc.NS_PER_S

@@ -54,9 +54,9 @@ from tickbench.data.importers.common import (
     reading,
     with_row_index,
 )
-from tickbench.data.market_calendar import EPOCH, NS_PER_DAY, NS_PER_S
-from tickbench.data.market_validate import ENGINE_TS_RANGE
 from tickbench.data.violations import shown
+from tickbench.datasets.market.calendar import EPOCH, NS_PER_DAY, NS_PER_S
+from tickbench.datasets.market.validate import ENGINE_TS_RANGE
 
 NEW_YORK = ZoneInfo("America/New_York")
 ROUND_LOT = 100.0

@@ -55,7 +55,7 @@ from tickbench.data.importers.common import (
     us_to_ts,
     with_row_index,
 )
-from tickbench.data.schema import BOOK_SCHEMA, LEVELS
+from tickbench.datasets.paper.schema import BOOK_SCHEMA, LEVELS
 
 TRADES = ["exchange", "symbol", "timestamp", "local_timestamp", "id", "side", "price", "amount"]
 QUOTES = ["exchange", "symbol", "timestamp", "local_timestamp", "ask_amount", "ask_price", "bid_price", "bid_amount"]

@@ -2,7 +2,7 @@
 
 The :class:`DatasetBuilder` receives batches of rows already in SPEC §1's column layout (plus
 ``_row``, the row's index in its input file, for messages), checks them with the same checks as
-:mod:`tickbench.data.validate`, applies the policy (``fail``: stop at the first bad row, naming
+:mod:`tickbench.datasets.paper.validate`, applies the policy (``fail``: stop at the first bad row, naming
 it; ``drop``: drop it and count it per reason) and appends the kept rows to one Parquet file per
 (table, day, exchange, sym) partition through a :class:`pyarrow.parquet.ParquetWriter`, a row
 group at a time. Memory stays bounded by ``memory_limit``: rows are buffered only until a row
@@ -26,9 +26,9 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from tickbench.data.dataset import DatasetError, csv_options, csv_path, csv_size, inside, needs_quoting, partition_path
-from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.data.validate import ROW_REASON, StreamState, flagged, order_reasons, row_values
 from tickbench.data.violations import MISSING_VALUE, Violation, hash_parquet
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES
+from tickbench.datasets.paper.validate import ROW_REASON, StreamState, flagged, order_reasons, row_values
 
 NS_PER_DAY = 86_400 * 1_000_000_000
 POLICIES = ("fail", "drop")

@@ -32,8 +32,9 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from arcticdb.version_store.library import Library
 
-from tickbench.data.dataset import MARKET, Dataset, empty_frame
-from tickbench.data.schema import SCHEMAS
+from tickbench.data.dataset import Dataset, empty_frame
+from tickbench.datasets.paper.params import QueryParams
+from tickbench.datasets.paper.schema import SCHEMAS
 from tickbench.engines.arcticdb.ingest import PRUNE, FramesTarget, IngestStore, Writer
 from tickbench.engines.arcticdb.layout import LIBRARY, SORT_KEYS, TABLES, VENUES, Store, symbol_name
 from tickbench.engines.arcticdb.market import ArcticMarket
@@ -57,8 +58,8 @@ from tickbench.engines.base import (
     SharedReaders,
     Storage,
     StreamTarget,
+    by_kind,
 )
-from tickbench.params import QueryParams
 
 QueryFn = Callable[[Store, dict[str, Any]], pl.DataFrame]
 
@@ -164,9 +165,10 @@ class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest, SharedReaders):
 
     def run_query(self, qid: str) -> pa.Table:
         fn: QueryFn = self._module(qid).query
-        if self.dataset.kind == MARKET:
-            return self.market_query(fn)
-        return fn(self._store(), bindings(self.params.bindings())).to_arrow()
+        run: Callable[[], pa.Table] = by_kind(
+            self.dataset, paper=lambda: fn(self._store(), bindings(self.params.bindings())).to_arrow(),
+            market=lambda: self.market_query(fn))
+        return run()
 
     def query_notes(self, qid: str) -> str:
         """Which part of ``qid`` ran in ArcticDB and which in Polars (the query file's first line)."""
@@ -272,8 +274,8 @@ class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest, SharedReaders):
             "columns_per_segment": opts.columns_per_segment,
             "dynamic_schema": opts.dynamic_schema,
             "encoding_version": str(opts.encoding_version),
-            "layout": ("a library per table, one symbol per instrument, ts index" if self.dataset.kind == MARKET
-                       else "one symbol per (table, instrument), ts index"),
+            "layout": by_kind(self.dataset, paper="one symbol per (table, instrument), ts index",
+                              market="a library per table, one symbol per instrument, ts index"),
             "write_chunk_rows": CHUNK_ROWS,
             "ingest_prune_previous_versions": PRUNE,
         }

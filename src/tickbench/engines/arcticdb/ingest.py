@@ -27,7 +27,8 @@ import pyarrow as pa
 from arcticdb import DataError, ReadRequest, WritePayload
 from arcticdb.version_store.library import Library
 
-from tickbench.data.schema import SCHEMAS, TABLES, TS_TYPE
+from tickbench.data.schema import TS_TYPE
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES
 from tickbench.engines.arcticdb.layout import SORT_KEYS, split_symbol, symbol_name
 from tickbench.engines.base import IngestClient, StreamSender, StreamTarget
 

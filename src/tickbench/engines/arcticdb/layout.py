@@ -20,7 +20,7 @@ import polars as pl
 from arcticdb import DataError, ReadRequest
 from arcticdb.version_store.library import Library
 
-from tickbench.data.schema import TABLES
+from tickbench.datasets.paper.schema import TABLES
 
 LIBRARY = "tickbench"
 # The symbol metadata key listing each day's venues: {"2022-07-20": ["BINANCEUS", …], …}.

@@ -49,8 +49,9 @@ import pyarrow.parquet as pq
 from arcticdb import DataError, QueryBuilder, ReadRequest
 from arcticdb.version_store.library import Library
 
-from tickbench.data.dataset import MARKET, Dataset
-from tickbench.data.schema import MARKET_SCHEMAS
+from tickbench.data.dataset import Dataset
+from tickbench.datasets.base import RunParams
+from tickbench.datasets.market.schema import MARKET_SCHEMAS
 from tickbench.engines.arcticdb.ingest import FramesTarget, IngestLayout, IngestStore
 from tickbench.engines.arcticdb.layout import VENUES, split_symbol, symbol_name
 from tickbench.engines.arcticdb.writes import (
@@ -70,8 +71,8 @@ from tickbench.engines.base import (
     MarketReader,
     MarketStorage,
     StreamTarget,
+    by_kind,
 )
-from tickbench.params import RunParams
 
 TABLES = ("quotes", "trades")
 LIBRARIES = {"quotes": "market_quotes", "trades": "market_trades", "instruments": "market_instruments",
@@ -375,8 +376,10 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         """On the market dataset, the reads ``qid`` made (library, symbols, date_range, columns,
         QueryBuilder, rows returned): ArcticDB has no ``EXPLAIN``; these are what it was asked
         to decode. None on the paper dataset, as before."""
-        if self.dataset.kind != MARKET:
-            return None
+        reads: Callable[[str], str | None] = by_kind(self.dataset, paper=lambda _: None, market=self._market_reads)
+        return reads(qid)
+
+    def _market_reads(self, qid: str) -> str:
         self.run_query(qid)  # type: ignore[attr-defined]
         return "\n".join(self._market_store().reads)
 

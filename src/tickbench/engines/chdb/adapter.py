@@ -23,7 +23,8 @@ import pyarrow as pa
 from chdb.session import Session
 from chdb.state.sqlitelike import Connection
 
-from tickbench.data.schema import SCHEMAS, TABLES
+from tickbench.datasets.base import RunParams
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES
 from tickbench.engines.base import (
     BulkLoad,
     Engine,
@@ -67,7 +68,6 @@ from tickbench.engines.chdb.statements import (
     param_text,
     query_params,
 )
-from tickbench.params import RunParams
 
 HERE = Path(__file__).parent
 SCHEMA = (HERE / "schema.sql").read_text()

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 from chdb.state.sqlitelike import Connection
 
-from tickbench.data.schema import SCHEMAS, TABLES, rows_to_table
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES, rows_to_table
 from tickbench.engines.base import IngestClient, StreamSender, StreamTarget
 
 INGEST_DB = "tickbench_ingest"

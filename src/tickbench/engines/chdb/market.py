@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 from chdb.state.sqlitelike import Connection
 
-from tickbench.data.dataset import INSTRUMENTS_PATH, inside
-from tickbench.data.schema import MARKET_SCHEMAS
+from tickbench.data.dataset import inside
+from tickbench.datasets.market.schema import INSTRUMENTS_PATH, MARKET_SCHEMAS
 from tickbench.engines.base import (
     EngineInfo,
     LoadFigures,
@@ -32,7 +32,7 @@ from tickbench.engines.chdb.ingest import ArrowStreamTarget
 
 if TYPE_CHECKING:
     from tickbench.data.dataset import Dataset
-    from tickbench.params import RunParams
+    from tickbench.datasets.base import RunParams
 
 HERE = Path(__file__).parent
 MARKET_SCHEMA = (HERE / "market.sql").read_text()

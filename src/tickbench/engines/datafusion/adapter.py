@@ -18,9 +18,8 @@ import pyarrow as pa
 from datafusion import DataFrame, SessionConfig, SessionContext, col
 from datafusion.dataframe import DataFrameWriteOptions
 
-from tickbench.data.dataset import MARKET
-from tickbench.data.schema import SCHEMAS, TABLES
-from tickbench.engines.base import BulkLoad, Engine, LoadFigures, SharedReaders, Storage, storage_figures
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES
+from tickbench.engines.base import BulkLoad, Engine, LoadFigures, SharedReaders, Storage, by_kind, storage_figures
 from tickbench.engines.datafusion.market import MARKET_SETTINGS, DataFusionMarket, register_market
 from tickbench.engines.datafusion.store import (
     DURABILITY,
@@ -110,13 +109,17 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
     def _open(self) -> SessionContext:
         """A session with the store's tables registered (a listing table lists its files when
         it is registered, and the session's runtime caches that listing)."""
-        if self.dataset.kind == MARKET:
-            ctx = session(MARKET_SETTINGS)
-            register_market(ctx, self.market_store)  # the market suite's tables (market.py)
-        else:
+        def paper() -> SessionContext:
             ctx = session()
             register_store(ctx, self.store)
-        return ctx
+            return ctx
+
+        def market() -> SessionContext:  # the market suite's session settings and tables (market.py)
+            ctx = session(MARKET_SETTINGS)
+            register_market(ctx, self.market_store)
+            return ctx
+
+        return by_kind(self.dataset, paper=paper, market=market)()
 
     def start_shared(self) -> None:
         """Concurrency clients are processes, each registering the same files: the store is

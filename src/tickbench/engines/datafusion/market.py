@@ -20,10 +20,10 @@ from datafusion.dataframe import DataFrameWriteOptions
 from datafusion.expr import SortExpr
 
 from tickbench.data.dataset import Dataset
-from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage, storage_figures
 from tickbench.engines.datafusion import store as st
-from tickbench.market_params import MarketParams
 
 # Pages of at most 2,048 rows: a day's file is sorted by sym and a basket's instrument holds a few
 # hundred to a few thousand rows of it, so the page index narrows a basket read to its own rows

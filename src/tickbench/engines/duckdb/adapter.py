@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import duckdb
 import pyarrow as pa
 
-from tickbench.data.schema import SCHEMAS, TABLES
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES
 from tickbench.engines.base import (
     BulkLoad,
     Engine,

@@ -9,7 +9,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from tickbench.data.schema import MARKET_TABLES, SCHEMAS, TABLES, rows_to_table
+from tickbench.datasets.market.schema import MARKET_TABLES
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES, rows_to_table
 from tickbench.engines.base import IngestClient, StreamSender, StreamTarget
 
 

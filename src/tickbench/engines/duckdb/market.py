@@ -21,7 +21,9 @@ import duckdb
 import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
-from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.datasets.base import RunParams
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import (
     EngineInfo,
     LoadFigures,
@@ -34,8 +36,6 @@ from tickbench.engines.base import (
     storage_figures,
 )
 from tickbench.engines.duckdb.ingest import ArrowTarget
-from tickbench.market_params import MarketParams
-from tickbench.params import RunParams
 
 MARKET_SCHEMA = (Path(__file__).parent / "market.sql").read_text()
 # The order of each day's rows: the instrument, then time, then the ties' order (SPEC §2.3).

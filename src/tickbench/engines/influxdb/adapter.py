@@ -28,6 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from tickbench.datasets.paper.spec import BY_ID
 from tickbench.engines.base import EngineTime
 from tickbench.engines.influxdb.ingest import InfluxDBIngest
 from tickbench.engines.influxdb.load import InfluxDBLoad
@@ -44,7 +45,6 @@ from tickbench.engines.influxdb.results import (
     to_table,
 )
 from tickbench.engines.influxdb.writer import Session
-from tickbench.paper_spec import BY_ID
 
 PARAM = re.compile(r"\$([a-z_0-9]+)")
 

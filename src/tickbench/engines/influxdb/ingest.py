@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from tickbench.data.schema import SCHEMAS, book_level_columns
+from tickbench.datasets.paper.schema import SCHEMAS, book_level_columns
 from tickbench.engines.base import Ingest, IngestClient, StreamTarget
 from tickbench.engines.influxdb.lineprotocol import Ties
 from tickbench.engines.influxdb.results import ingest_table

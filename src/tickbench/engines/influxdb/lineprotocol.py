@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from tickbench.data.schema import book_level_columns
+from tickbench.datasets.paper.schema import book_level_columns
 
 BATCH_BYTES = 4 << 20  # line protocol per /write request
 

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 import pyarrow.csv as pacsv
 
-from tickbench.data.schema import SCHEMAS, TABLES
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES
 from tickbench.engines.base import BulkLoad, LoadFigures, Storage, storage_figures
 from tickbench.engines.influxdb.lineprotocol import line_batches
 from tickbench.engines.influxdb.server import DB, MARKER, WRITERS, InfluxDBServer, bin_dir

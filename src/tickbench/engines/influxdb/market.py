@@ -43,16 +43,16 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from tickbench.data.dataset import Dataset
-from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.reference import COLUMNS, SORT  # the answers' columns, types and row order
+from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
 from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES
 from tickbench.engines.influxdb.load import shard_storage
 from tickbench.engines.influxdb.writer import Session
-from tickbench.market_params import MarketParams
-from tickbench.market_reference import COLUMNS, SORT  # the answers' columns, types and row order
 
 if TYPE_CHECKING:
-    from tickbench.params import RunParams
+    from tickbench.datasets.base import RunParams
 
 HEADER = re.compile(r"^--\s*(each|key|grid|columns|rank|nan|marks):\s*(.*)$")
 THEN = re.compile(r"^--\s*then\s*$", re.M)  # a mark-out file's second round follows this line

@@ -32,18 +32,18 @@ import polars as pl
 import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.market.params import MarketParams
 from tickbench.engines.base import EngineUnavailable, MarketCounter, MarketIngest, MarketReader, StreamTarget
 from tickbench.engines.influxdb.market import LINES, batches, bound_value, instrument_lines, quote_ties, trade_tape
 from tickbench.engines.influxdb.server import QUERY_IDLE_S, query_results
 from tickbench.engines.influxdb.writer import LinePostTarget, Session
 from tickbench.engines.server import ReaderPool
-from tickbench.market_params import MarketParams
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from tickbench.datasets.base import RunParams
     from tickbench.engines.base import Endpoint
-    from tickbench.params import RunParams
 
 STORE_PREFIX = "market_ingest_"  # a store's database: market_ingest_<random hex>
 # Each table's key: the columns naming one row of the day (SPEC §1.3).

@@ -33,7 +33,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from tickbench.data.schema import SCHEMAS
+from tickbench.datasets.paper.schema import SCHEMAS
 
 HEADER = re.compile(r"^--\s*(columns|probe|sort|lookback):\s*(.*)$")
 DURATION = re.compile(r"^(\d+)(s|m|h|d)$")

@@ -37,7 +37,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tickbench.data.dataset import Dataset
-from tickbench.data.schema import SCHEMAS, TABLES
+from tickbench.datasets.paper.params import QueryParams
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES
 from tickbench.engines.base import (
     BulkLoad,
     Endpoint,
@@ -46,11 +47,11 @@ from tickbench.engines.base import (
     EngineUnavailable,
     LoadFigures,
     Storage,
+    by_kind,
     storage_figures,
 )
 from tickbench.engines.kdb.convert import to_q
-from tickbench.engines.kdb.market import KdbMarket, is_market, market_prelude
-from tickbench.params import QueryParams
+from tickbench.engines.kdb.market import KdbMarket, market_prelude
 
 HERE = Path(__file__).parent
 LIB = HERE / "lib.q"
@@ -455,7 +456,8 @@ class Adapter(KdbMarket, Engine, BulkLoad, Storage):
         kx = self._q()
         text = self.queries.get(qid)
         if text is None:
-            head = market_prelude(self.params) if is_market(self.params) else prelude(self.params.bindings())
+            head = by_kind(self.dataset, paper=lambda: prelude(self.params.bindings()),
+                           market=lambda: market_prelude(self.params))()
             text = self.queries[qid] = head + ";" + flatten(self.query_text(qid))
         if self.remote is not None:  # evaluated by the q process; PyKX converts the answer
             return pa.Table.from_pandas(self.remote(text).pd(), preserve_index=False)

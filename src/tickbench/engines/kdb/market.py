@@ -19,28 +19,23 @@ from __future__ import annotations
 import datetime as dt
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage, storage_figures
 from tickbench.engines.kdb.convert import to_q
-from tickbench.market_params import MarketParams
 
 if TYPE_CHECKING:
     from tickbench.data.dataset import Dataset
-    from tickbench.params import RunParams
+    from tickbench.datasets.base import RunParams
 
 # Rows in time order before .Q.dpft's stable sort by sym: quotes tied on ts by seq (the latest
 # quote is the last row at or before t), trades in (ts, exchange, trade_id), the order of close.
 MARKET_SORT = {"quotes": ["ts", "seq"], "trades": ["ts", "exchange", "trade_id"]}
-
-
-def is_market(params: object) -> TypeGuard[MarketParams]:
-    """Whether the run's parameters are the market suite's (its query files read another ``p``)."""
-    return isinstance(params, MarketParams)
 
 
 def m_literal(value: Any) -> str:
@@ -67,8 +62,10 @@ def m_literal(value: Any) -> str:
     raise TypeError(f"no q literal for {type(value).__name__}")
 
 
-def market_prelude(params: MarketParams) -> str:
+def market_prelude(params: RunParams) -> str:
     """``p:`name1`name2…!(value1;value2;…)`` for a market query: the bindings and the spans."""
+    if not isinstance(params, MarketParams):
+        raise TypeError("a market query binds a market dataset's parameters")
     binds: dict[str, Any] = dict(params.bindings())
 
     def span(days: list[str] | tuple[str, ...]) -> tuple[dt.date, dt.date]:

@@ -35,11 +35,11 @@ from typing import Any, ClassVar
 import polars as pl
 import pyarrow as pa
 
-from tickbench.data.dataset import MARKET, Dataset, empty_frame
-from tickbench.data.schema import SCHEMAS
-from tickbench.engines.base import Engine, EngineInfo
+from tickbench.data.dataset import Dataset, empty_frame
+from tickbench.datasets.paper.params import QueryParams
+from tickbench.datasets.paper.schema import SCHEMAS
+from tickbench.engines.base import Engine, EngineInfo, by_kind
 from tickbench.engines.polars.market import PolarsMarket
-from tickbench.params import QueryParams
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 TS = pl.Datetime("ns", "UTC")
@@ -211,7 +211,7 @@ class Adapter(PolarsMarket, Engine):
 
     def _held(self) -> Any:
         """What the queries read: the market tables on a market dataset, else the paper's."""
-        store = self.market if self.dataset.kind == MARKET else self.store
+        store = by_kind(self.dataset, paper=self.store, market=self.market)
         if store is None:
             raise RuntimeError("Polars: nothing loaded since start()")
         return store
@@ -225,8 +225,9 @@ class Adapter(PolarsMarket, Engine):
         return plan
 
     def settings(self) -> dict[str, Any]:
-        if self.dataset.kind == MARKET:
-            return self.market_settings()
+        return by_kind(self.dataset, paper=self._paper_settings, market=self.market_settings)()
+
+    def _paper_settings(self) -> dict[str, Any]:
         return {
             "threads": pl.thread_pool_size(),
             "layout": "one frame per (table, sym, exchange), sorted by ts; time ranges by search_sorted",

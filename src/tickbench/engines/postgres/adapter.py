@@ -38,13 +38,13 @@ from typing import Any
 import psycopg
 import pyarrow as pa
 
+from tickbench.datasets.base import RunParams
 from tickbench.engines.base import EngineTime
 from tickbench.engines.postgres.ingest import PostgresIngest
 from tickbench.engines.postgres.load import PostgresLoad
 from tickbench.engines.postgres.market import PostgresMarket
 from tickbench.engines.postgres.market_ingest import PostgresMarketIngest
 from tickbench.engines.postgres.pgcopy import result_arrow
-from tickbench.params import RunParams
 
 PARAM = re.compile(r"%\(([a-z0-9_]+)\)s")  # the names of bindings(), e.g. b50_syms
 # The last statement of a backend, and the totals pg_stat_statements holds for it (in ms).

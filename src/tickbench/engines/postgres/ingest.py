@@ -10,7 +10,7 @@ from typing import ClassVar
 import pyarrow as pa
 from psycopg import sql
 
-from tickbench.data.schema import SCHEMAS, TABLES
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES
 from tickbench.engines.base import Ingest, IngestClient, StreamTarget
 from tickbench.engines.postgres.pgcopy import result_arrow
 from tickbench.engines.postgres.server import COUNT, DROP_TABLES, PostgresServer, scalar

@@ -14,7 +14,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from psycopg import sql
 
-from tickbench.data.schema import SCHEMAS, TABLES
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES
 from tickbench.engines.base import BulkLoad, LoadFigures, Storage, storage_figures
 from tickbench.engines.postgres import pgcopy
 from tickbench.engines.postgres.server import (

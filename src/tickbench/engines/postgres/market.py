@@ -21,12 +21,20 @@ import pyarrow.parquet as pq
 from psycopg import sql
 
 from tickbench.data.dataset import Dataset
-from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
-from tickbench.engines.base import Endpoint, LoadFigures, Market, MarketBulkLoad, MarketStorage, storage_figures
+from tickbench.datasets.base import RunParams
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.engines.base import (
+    Endpoint,
+    LoadFigures,
+    Market,
+    MarketBulkLoad,
+    MarketStorage,
+    by_kind,
+    storage_figures,
+)
 from tickbench.engines.postgres import pgcopy
 from tickbench.engines.postgres.load import psql_quoted, wal_bytes
-from tickbench.market_params import MarketParams
-from tickbench.params import RunParams
 
 DB = "tickbench"  # the query store's database, the paper's tables' too (a run loads one dataset)
 TABLES = ("instruments", *MARKET_TABLES)
@@ -100,12 +108,13 @@ class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
         """The adapter's connections; on a market dataset, each runs :attr:`market_session_sql`
         first (not on an external endpoint, whose sessions are the user's server's)."""
         super().connect()  # type: ignore[misc]  # the server's (PostgresServer, later in the MRO)
-        if self.market_session_sql is None or self.dataset.kind != "market" or self.endpoint is not None:
+        session_sql = by_kind(self.dataset, paper=None, market=self.market_session_sql)
+        if session_sql is None or self.endpoint is not None:
             return
-        self._conn().execute(self.market_session_sql)
+        self._conn().execute(session_sql)
         if self.qconn is not None:
             with self.qconn.cursor() as cur:
-                cur.execute(self.market_session_sql)
+                cur.execute(session_sql)
 
     # -- the query store ------------------------------------------------------------------
 

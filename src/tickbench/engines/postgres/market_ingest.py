@@ -27,7 +27,9 @@ import pyarrow as pa
 from psycopg import sql
 
 from tickbench.data.dataset import Dataset
-from tickbench.data.schema import MARKET_SCHEMAS, MARKET_TABLES
+from tickbench.datasets.base import RunParams
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import (
     Endpoint,
     EngineUnavailable,
@@ -39,8 +41,6 @@ from tickbench.engines.base import (
 from tickbench.engines.postgres.ingest import SYNCHRONOUS_COMMIT
 from tickbench.engines.postgres.market import COPY_INSTRUMENTS, DB, INSTRUMENT_COLUMNS
 from tickbench.engines.postgres.writer import CopyTarget
-from tickbench.market_params import MarketParams
-from tickbench.params import RunParams
 
 SCHEMA = "market_ingest"
 RECREATE = [sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(SCHEMA)),

@@ -27,7 +27,7 @@ import adbc_driver_postgresql.dbapi as adbc
 import psycopg
 from psycopg import sql
 
-from tickbench.data.schema import TABLES
+from tickbench.datasets.paper.schema import TABLES
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.server import (
     ENDPOINT_TIMEOUT_S,

@@ -10,7 +10,7 @@ import psycopg
 import pyarrow as pa
 from psycopg import sql
 
-from tickbench.data.schema import SCHEMAS, TABLES, rows_to_table
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES, rows_to_table
 from tickbench.engines.base import IngestClient, StreamSender, StreamTarget
 from tickbench.engines.postgres import pgcopy
 

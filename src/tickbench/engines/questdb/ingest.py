@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 from questdb import Sender
 
-from tickbench.data.schema import SCHEMAS
+from tickbench.datasets.paper.schema import SCHEMAS
 from tickbench.engines.base import Ingest, IngestClient, StreamTarget
 from tickbench.engines.questdb.schema import INGEST, SYMBOLS, bind
 from tickbench.engines.questdb.server import LOOPBACK, READER_IDLE_S, QuestDBServer

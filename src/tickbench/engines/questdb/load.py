@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from questdb import Sender
 
-from tickbench.data.schema import TABLES
+from tickbench.datasets.paper.schema import TABLES
 from tickbench.engines.base import BulkLoad, LoadFigures, Storage, storage_figures
 from tickbench.engines.questdb.schema import SYMBOLS, TS_PATTERN, imp_schema
 from tickbench.engines.questdb.server import DEFAULT_COMMIT_MODE, QUERY_COMMIT_MODE, QuestDBServer

@@ -21,9 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tickbench.datasets.market.params import MarketParams
 from tickbench.engines.base import EngineUnavailable, LoadFigures, Market, MarketBulkLoad, MarketStorage
 from tickbench.engines.questdb.schema import CREATE, TS_PATTERN, bind
-from tickbench.market_params import MarketParams
 
 if TYPE_CHECKING:
     from questdb import Sender

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pyarrow as pa
 
+from tickbench.datasets.market.params import MarketParams, iso_ns
 from tickbench.engines.base import EngineUnavailable, MarketCounter, MarketIngest, MarketReader, StreamTarget
 from tickbench.engines.questdb.ingest import ILP_REQUEST_TIMEOUT_MS
 from tickbench.engines.questdb.market import MARKET_SYMBOLS, MARKET_TABLES, market_bindings
@@ -40,11 +41,10 @@ from tickbench.engines.questdb.schema import bind
 from tickbench.engines.questdb.server import LOOPBACK, READER_IDLE_S, json_table
 from tickbench.engines.questdb.writer import IlpTarget
 from tickbench.engines.server import ReaderPool
-from tickbench.market_params import MarketParams, iso_ns
 
 if TYPE_CHECKING:
+    from tickbench.datasets.base import RunParams
     from tickbench.engines.base import Endpoint
-    from tickbench.params import RunParams
 
 STORE_TABLES = ("instruments", *MARKET_TABLES)
 # QuestDB has one namespace (no databases or schemas), so the store's tables take a prefix; a

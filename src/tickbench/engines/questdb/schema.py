@@ -10,7 +10,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from tickbench.data.schema import SCHEMAS, TABLES
+from tickbench.datasets.paper.schema import SCHEMAS, TABLES
 
 SYMBOLS = {"trades": ["exchange", "sym", "side"], "book": ["exchange", "sym"]}
 PARAM = re.compile(r"\$([a-z][a-z0-9]*(?:_[a-z][a-z0-9]*)*(?:_[0-9]+)?)")

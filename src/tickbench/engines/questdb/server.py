@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from questdb import Sender
 
-from tickbench.data.schema import TABLES
+from tickbench.datasets.paper.schema import TABLES
 from tickbench.engines.base import EngineUnavailable
 from tickbench.engines.questdb.schema import CREATE, SCHEMA
 from tickbench.engines.server import (

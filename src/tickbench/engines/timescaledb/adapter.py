@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import psycopg
 from psycopg import sql
 
-from tickbench.data.schema import TABLES
+from tickbench.datasets.paper.schema import TABLES
 from tickbench.engines.base import EngineUnavailable, storage_figures
 from tickbench.engines.postgres import adapter as pg
 from tickbench.engines.postgres.load import wal_bytes

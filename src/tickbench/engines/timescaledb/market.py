@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import psycopg
 
-from tickbench.data.schema import MARKET_TABLES
+from tickbench.datasets.market.schema import MARKET_TABLES
 from tickbench.engines.base import storage_figures
 from tickbench.engines.postgres.load import wal_bytes
 from tickbench.engines.postgres.market import PostgresMarket

@@ -9,8 +9,8 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import latency, verify
+from tickbench.datasets.paper.spec import QUERY_IDS
 from tickbench.engines.base import Server, SharedReaders
-from tickbench.paper_spec import QUERY_IDS
 from tickbench.results import Record
 from tickbench.run.cell import CellContext, Worker
 from tickbench.suites.base import Option, Options, Suite, WorkerOp, parse_counts

@@ -1,7 +1,7 @@
 """The market suite (SPEC §2.3, after STAC-M3): fifteen questions a trading firm asks of its tick
 store — baskets, the consolidated quote, market snapshots, mark-outs, statistics, as-of joins,
 bars, the latest quote and the top names — over the market dataset (many instruments, eight
-venues), every answer checked against :mod:`tickbench.market_reference`; then M-W and M-SE.
+venues), every answer checked against :mod:`tickbench.datasets.market.reference`; then M-W and M-SE.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class MarketQuery:
     """One query of the market suite: its id, its group, what it answers and the drawn parameters
-    a small universe may not serve that it binds (:attr:`tickbench.market_params.MarketParams.unserved`)."""
+    a small universe may not serve that it binds (:attr:`tickbench.datasets.market.params.MarketParams.unserved`)."""
 
     id: str
     category: str

@@ -17,9 +17,9 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import latency, verify
+from tickbench.datasets.market.params import MarketParams
+from tickbench.datasets.market.reference import answer
 from tickbench.engines.base import MarketIngest
-from tickbench.market_params import MarketParams
-from tickbench.market_reference import answer
 from tickbench.suites.base import rate_label
 from tickbench.suites.harness import batch_size, bound
 from tickbench.suites.market.users import SHARED_KEY, Users, client_bound, summarise_ms

@@ -40,9 +40,9 @@ import pyarrow.parquet as pq
 
 from tickbench import latency
 from tickbench.data.dataset import Dataset
+from tickbench.datasets.base import params_from_dict
+from tickbench.datasets.market.params import MarketParams
 from tickbench.engines.base import Engine, MarketCounter, MarketIngest, MarketReader, Server, capability
-from tickbench.market_params import MarketParams
-from tickbench.params import params_from_dict
 from tickbench.suites.harness import Child, Destination, Plan, Sink, Writers
 
 perf = time.perf_counter_ns

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from tickbench.datasets.base import params_from_dict
 from tickbench.engines.base import (
     Engine,
     Market,
@@ -24,7 +25,6 @@ from tickbench.engines.base import (
     ProcessClients,
     capability,
 )
-from tickbench.params import params_from_dict
 from tickbench.run.memory import tree_rss
 from tickbench.run.visibility import wait_settled, wait_visible
 

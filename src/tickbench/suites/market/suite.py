@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import ConfigDict
 
+from tickbench.datasets.market.params import MarketParams, universe_reasons, users_reason, write_params_json
 from tickbench.engines.base import Market
-from tickbench.market_params import MarketParams, universe_reasons, users_reason, write_params_json
 from tickbench.report.widgets import PageParts, Section, SuiteView
 from tickbench.results import Record
 from tickbench.run.cell import CellContext
@@ -174,7 +174,7 @@ class MarketSuite(Suite):
 
 def not_applicable(bench: str, unserved: Mapping[str, str], universe: int) -> str | None:
     """Why cell ``bench`` cannot run on a universe of ``universe`` instruments whose unserved
-    parameters are ``unserved`` (:attr:`~tickbench.market_params.MarketParams.unserved`): a
+    parameters are ``unserved`` (:attr:`~tickbench.datasets.market.params.MarketParams.unserved`): a
     parameter it binds, or more M-VWAB-12D users than the universe has disjoint blocks for;
     ``None`` when it can run."""
     if (users := parse_id(bench)) is not None:

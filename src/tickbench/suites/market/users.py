@@ -30,9 +30,9 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import verify
+from tickbench.datasets.market.params import MarketParams, user_params, write_params_json
+from tickbench.datasets.market.reference import answer
 from tickbench.engines.base import ProcessClients, Server, SharedReaders
-from tickbench.market_params import MarketParams, user_params, write_params_json
-from tickbench.market_reference import answer
 from tickbench.results import Stats
 from tickbench.run.cell import CellContext, Worker
 from tickbench.suites.harness import bound

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tickbench.datasets.base import params_from_dict
 from tickbench.engines.base import Engine
-from tickbench.params import params_from_dict
 from tickbench.run.visibility import wait_visible
 
 

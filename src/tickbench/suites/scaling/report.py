@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from tickbench.paper_spec import QUERY_IDS
+from tickbench.datasets.paper.spec import QUERY_IDS
 from tickbench.report.widgets import (
     DASHES,
     LINE_COLORS,

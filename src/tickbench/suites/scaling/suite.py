@@ -11,10 +11,12 @@ import numpy as np
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-from tickbench import reference, verify
-from tickbench.data.dataset import Dataset, DatasetError, generate
-from tickbench.paper_spec import QUERY_IDS
-from tickbench.params import QueryParams, span_params
+from tickbench import verify
+from tickbench.data.dataset import Dataset, DatasetError
+from tickbench.datasets.base import generate, open_dataset
+from tickbench.datasets.paper import reference
+from tickbench.datasets.paper.params import QueryParams, span_params
+from tickbench.datasets.paper.spec import QUERY_IDS
 from tickbench.results import Record, Stats
 from tickbench.run.cell import CellContext, EngineError, Worker
 from tickbench.suites.base import Option, Options, Suite, WorkerOp
@@ -90,7 +92,7 @@ def scaled_datasets(ds: Dataset, factor: float, jobs: int = 2) -> ScaledData:
         generate(out, scale, m.seed, m.symbols, jobs)
     except DatasetError as exc:  # e.g. a scale past the maximum: the spans still give a slope
         return ScaledData([ds], note=f"scale ×{factor:g} not generated: {exc}")
-    return ScaledData([ds, Dataset.open(out)], note=f"scales {m.scale:g} and {scale:g} (×{factor:g})")
+    return ScaledData([ds, open_dataset(out)], note=f"scales {m.scale:g} and {scale:g} (×{factor:g})")
 
 
 class ScalingFigures(BaseModel):

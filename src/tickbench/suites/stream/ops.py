@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tickbench import latency
-from tickbench.data.calendar import BULK_DAY
+from tickbench.datasets.paper.calendar import BULK_DAY
 from tickbench.engines.base import Engine, Ingest, Server, capability
 from tickbench.run.faults import faults_of
 from tickbench.run.visibility import wait_visible

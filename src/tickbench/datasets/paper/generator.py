@@ -32,15 +32,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tickbench.data.calendar import (
-    EPOCH,
-    VENUE_LATENCY_MS,
-    VENUE_OFFSET_BP,
-    Instrument,
-    Partition,
-    all_days,
-)
-from tickbench.data.schema import BOOK_SCHEMA, LEVELS, TRADES_SCHEMA, book_level_columns
+from tickbench.data.schema import TRADES_SCHEMA
+from tickbench.datasets.paper.calendar import EPOCH, VENUE_LATENCY_MS, VENUE_OFFSET_BP, Instrument, Partition, all_days
+from tickbench.datasets.paper.schema import BOOK_SCHEMA, LEVELS, book_level_columns
 from tickbench.rng import stream
 
 GRID_NS = 100_000_000  # the common price path's step

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import polars as pl
 
 from tickbench.data.dataset import Dataset, DatasetError
-from tickbench.market_params import MarketParams, Request
+from tickbench.datasets.market.params import MarketParams, Request
 
 TS = pl.Datetime("ns", "UTC")
 F, INT, S = pl.Float64(), pl.Int64(), pl.String()
@@ -311,17 +311,3 @@ def answer(qid: str, ds: Dataset, p: MarketParams) -> pl.DataFrame:
     """The reference answer of market query ``qid`` with the parameters ``p`` (a user's own,
     for M-VWAB-12D, M-SNAP and M-STATS-UI)."""
     return REFERENCES[qid](ds, p)
-
-
-class MarketReferenceAnswers:
-    """Reference answers of one user's parameters, computed once per run and shared by every engine."""
-
-    def __init__(self, ds: Dataset, params: MarketParams) -> None:
-        self.ds = ds
-        self.params = params
-        self.cache: dict[str, pl.DataFrame] = {}
-
-    def __getitem__(self, qid: str) -> pl.DataFrame:
-        if qid not in self.cache:
-            self.cache[qid] = answer(qid, self.ds, self.params)
-        return self.cache[qid]

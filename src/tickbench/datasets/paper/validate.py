@@ -1,4 +1,4 @@
-"""Check a dataset against the invariants of SPEC §1, and the row checks the importers share.
+"""Check a paper dataset against the invariants of SPEC §1, and the row checks the importers share.
 
 The invariants every dataset must satisfy (generated or imported):
 
@@ -31,7 +31,6 @@ import pyarrow.parquet as pq
 from pyarrow import ArrowException
 
 from tickbench.data.dataset import (
-    MARKET,
     MAX_NAME_BYTES,
     DatasetError,
     Manifest,
@@ -39,8 +38,6 @@ from tickbench.data.dataset import (
     combine_hashes,
     inside,
 )
-from tickbench.data.market_validate import validate_market
-from tickbench.data.schema import LEVELS, SCHEMAS
 from tickbench.data.violations import (
     AMOUNT_NOT_POSITIVE,
     BACKWARDS,
@@ -56,6 +53,7 @@ from tickbench.data.violations import (
     Violation,
     hash_parquet,
 )
+from tickbench.datasets.paper.schema import LEVELS, SCHEMAS
 
 NS_PER_DAY = 86_400 * 1_000_000_000
 
@@ -268,18 +266,12 @@ def _duplicate_ids(
         seen.append((int(s[0]), int(s[-1]), s))
 
 
-def validate(directory: Path, max_samples: int = DEFAULT_SAMPLES) -> ValidationReport:
-    """Check every partition of the dataset in ``directory`` against SPEC §1's invariants (a
-    market dataset's against SPEC §1.3's: :mod:`tickbench.data.market_validate`) and its
-    manifest's hashes. Raises :class:`DatasetError` when the directory cannot be read as a
-    dataset (no manifest, a missing or unreadable file); bad rows are reported, not raised."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise DatasetError(f"{directory}: no such directory")
-    manifest = Manifest.read(directory)
+def validate_paper(directory: Path, manifest: Manifest, max_samples: int = DEFAULT_SAMPLES) -> ValidationReport:
+    """Check every partition of the paper dataset in ``directory`` (its manifest already read and
+    checked: :func:`tickbench.datasets.base.validate`) against SPEC §1's invariants and its
+    manifest's hashes. Raises :class:`DatasetError` when a file cannot be read; bad rows are
+    reported, not raised."""
     report = ValidationReport(str(directory), max_samples=max_samples)
-    if manifest.kind == MARKET:
-        return validate_market(directory, manifest, report)
     streams: dict[tuple[str, str], list[tuple[dict[str, Any], np.ndarray]]] = {}
     hashes: dict[str, str] = {}
     for entry in sorted(manifest.partitions, key=lambda e: (e["table"], e["exchange"], e["sym"], e["day"])):

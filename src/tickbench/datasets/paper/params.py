@@ -1,6 +1,6 @@
-"""The concrete parameters of a run: the days, the symbol and the random probe times that every
-engine's queries and the reference bind (SPEC §2), and the scaling suite's rebinding of them to
-one time span. Engines, suites and the reference all read them from here.
+"""The concrete parameters of a run on the paper dataset: the days, the symbol and the random probe
+times that every engine's queries and the reference bind (SPEC §2), and the scaling suite's
+rebinding of them to one time span. Engines, suites and the reference all read them from here.
 """
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from tickbench.data.dataset import MARKET, Dataset, DatasetError
-from tickbench.market_params import MarketParams, market_params
+from tickbench.data.dataset import DatasetError
 from tickbench.rng import stream
 
 NS_PER_US = 1_000
@@ -93,7 +92,7 @@ def query_params(dataset_params: dict[str, Any], seed: int) -> QueryParams:
     if "day" not in p and "D" in p:
         raise DatasetError("this is a market dataset (tickbench generate --dataset market); the published "
                            "suite and the suites beyond it run on the paper dataset (--dataset paper); the "
-                           "market suite's parameters are tickbench.market_params")
+                           "market suite's parameters are tickbench.datasets.market.params")
     month = (p["month"][0], p["month"][1])
     return QueryParams(
         day=p["day"],
@@ -141,28 +140,3 @@ def span_params(base: QueryParams, span: str, seed: int) -> SpanParams:
     return SpanParams(day=base.day, week=base.week, month=base.month, symbol=base.symbol,
                       multi_day=base.multi_day, ot_times=ot, nbbo_times=base.nbbo_times,
                       span_days=tuple(days))
-
-
-#: A run's parameters: the paper dataset's, or the market dataset's (SPEC §2.3).
-RunParams = QueryParams | MarketParams
-
-
-def params_for(dataset: Dataset, seed: int) -> RunParams:
-    """The run's parameters for ``dataset``: the paper suites' :class:`QueryParams`, or a market
-    dataset's :class:`~tickbench.market_params.MarketParams` (user 0's)."""
-    if dataset.kind == MARKET:
-        return market_params(dataset, seed)
-    return query_params(dataset.params, seed)
-
-
-def params_from_dict(raw: dict[str, Any]) -> RunParams:
-    """Rebuild :class:`QueryParams` (or :class:`SpanParams`, or the market's
-    :class:`~tickbench.market_params.MarketParams`) from ``as_dict()``."""
-    if raw.get("kind") == MARKET:
-        return MarketParams.from_json(raw, int(raw.get("user", 0)))
-    common = dict(day=raw["day"], week=tuple(raw["week"]), month=tuple(raw["month"]),
-                  symbol=raw["symbol"], multi_day=raw["multi_day"],
-                  ot_times=tuple(raw["ot_times"]), nbbo_times=tuple(raw["nbbo_times"]))
-    if raw.get("span_days"):
-        return SpanParams(**common, span_days=tuple(raw["span_days"]))
-    return QueryParams(**common)

@@ -47,8 +47,8 @@ from functools import lru_cache
 import numpy as np
 import pyarrow as pa
 
-from tickbench.data import market_calendar as mc
-from tickbench.data.schema import MARKET_SCHEMAS
+from tickbench.datasets.market import calendar as mc
+from tickbench.datasets.market.schema import MARKET_SCHEMAS
 from tickbench.rng import stream
 
 US = 1_000  # ns per µs

@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 import pyarrow as pa
 
-from tickbench.data.schema import INSTRUMENTS_SCHEMA
+from tickbench.datasets.market.schema import INSTRUMENTS_SCHEMA
 from tickbench.rng import stream
 
 EPOCH = dt.date(1970, 1, 1)

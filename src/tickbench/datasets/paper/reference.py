@@ -21,9 +21,7 @@ from typing import Any
 import polars as pl
 
 from tickbench.data.dataset import Dataset
-from tickbench.market_params import MarketParams
-from tickbench.market_reference import MarketReferenceAnswers
-from tickbench.params import QueryParams, RunParams
+from tickbench.datasets.paper.params import QueryParams
 
 MINUTE = 60 * 1_000_000_000
 HOUR = 60 * MINUTE
@@ -242,30 +240,3 @@ def c_vo2(ds: Dataset, p: QueryParams) -> pl.DataFrame:
 def answer(qid: str, ds: Dataset, p: QueryParams) -> pl.DataFrame:
     """The reference answer of query ``qid``."""
     return REFERENCES[qid](ds, p)
-
-
-class ReferenceAnswers:
-    """Reference answers, computed once per run and shared by every engine."""
-
-    def __init__(self, ds: Dataset, params: QueryParams) -> None:
-        self.ds = ds
-        self.params = params
-        self.cache: dict[str, pl.DataFrame] = {}
-
-    def __getitem__(self, qid: str) -> pl.DataFrame:
-        if qid not in self.cache:
-            self.cache[qid] = answer(qid, self.ds, self.params)
-        return self.cache[qid]
-
-
-#: A run's reference answers, by query id.
-Answers = ReferenceAnswers | MarketReferenceAnswers
-
-
-def answers_for(ds: Dataset, params: RunParams) -> Answers:
-    """The run's reference answers, by query id: the paper suites' (:class:`ReferenceAnswers`)
-    or, for the market dataset's parameters, the market suite's
-    (:class:`tickbench.market_reference.MarketReferenceAnswers`)."""
-    if isinstance(params, MarketParams):
-        return MarketReferenceAnswers(ds, params)
-    return ReferenceAnswers(ds, params)

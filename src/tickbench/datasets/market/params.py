@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tickbench.data import market_calendar as mc
-from tickbench.data.dataset import MARKET, Dataset, DatasetError
+from tickbench.data.dataset import Dataset, DatasetError
+from tickbench.datasets.market import calendar as mc
 from tickbench.rng import stream
 
 PROBES = 10  # T
@@ -39,6 +39,7 @@ VWAB12D_OFFSETS = 9  # user i's window starts at trading day 1 + (i mod 9)
 UI_MIN_S = 60.0  # a UI window lasts from a minute to the whole session (log-uniform)
 NS_PER_US = 1_000
 STREAM = "market-params"
+MARKET = "market"  # the kind these parameters are drawn on
 GENERATED_SESSION = (mc.SESSION_OPEN_S, mc.SESSION_CLOSE_S)
 GENERATED_VENUES = mc.VENUES
 
@@ -151,8 +152,8 @@ class MarketParams:
 
     def as_dict(self) -> dict[str, Any]:
         """The parameters as plain data (``params.json``'s form, with the kind and the user),
-        for the engine processes; :func:`tickbench.params.params_from_dict` reads it back."""
-        return {"kind": "market", "user": self.user, **self.to_json()}
+        for the engine processes; :func:`tickbench.datasets.base.params_from_dict` reads it back."""
+        return {"kind": MARKET, "user": self.user, **self.to_json()}
 
     def to_json(self) -> dict[str, Any]:
         """SPEC §4's ``params.json`` object."""
@@ -375,11 +376,11 @@ def draw_trades(seed: int, ds: Dataset, day: str, basket: tuple[str, ...]) -> tu
 
 def market_params(ds: Dataset, seed: int, user: int = 0) -> MarketParams:
     """Every parameter of the market suite for ``user`` on the market dataset ``ds``."""
-    if ds.kind != MARKET:
+    if ds.kind != MARKET:  # a market suite helper given another kind's dataset
         raise DatasetError(f"{ds.root}: a {ds.kind} dataset; the market suite runs on a market dataset "
                            "(tickbench generate --dataset market)")
     names = universe_names(ds)
-    cal = ds.calendar
+    cal = dataset_calendar(ds)
     raw = ds.params
     d = str(raw["D"])
     month = tuple(map(str, raw["M"]))
@@ -397,6 +398,15 @@ def market_params(ds: Dataset, seed: int, user: int = 0) -> MarketParams:
     )
 
 
+def dataset_calendar(ds: Dataset) -> mc.Calendar:
+    """A market dataset's trading days, session and venues (the generated calendar, or the one an
+    import derived from its data)."""
+    try:
+        return mc.calendar_of(ds.manifest.calendar)
+    except ValueError as exc:
+        raise DatasetError(f"{ds.root}: its manifest's calendar: {exc}") from None
+
+
 def universe_names(ds: Dataset) -> Names:
     """The dataset's instruments by rank (generated: ``S0001`` …; imported: their own names)."""
     inst = ds.instruments().sort("rank")
@@ -410,7 +420,7 @@ def user_params(ds: Dataset, base: MarketParams, seed: int, user: int) -> Market
     """User ``user``'s parameters from any user's ``base`` of the same run on ``ds``: its own T,
     UI and M-VWAB-12D block and window drawn as :func:`market_params` draws them, the run's D,
     W, M, B, B50 and P kept (so the day's trades are not read again for every user)."""
-    names, cal = universe_names(ds), ds.calendar
+    names, cal = universe_names(ds), dataset_calendar(ds)
     block, why = _block_or_none(seed, names, base.M, user)
     unserved = {k: v for k, v in base.unserved if k != "VWAB12D"} | ({"VWAB12D": why} if why is not None else {})
     return replace(base, T=draw_times(seed, base.D, user, cal), UI=draw_requests(seed, names, base.D, user, cal),

@@ -25,16 +25,12 @@ import polars as pl
 import pyarrow.parquet as pq
 from pyarrow import ArrowException
 
-from tickbench.data import market_calendar as mc
 from tickbench.data.dataset import (
-    INSTRUMENTS_PATH,
     DatasetError,
     Manifest,
-    check_market_data,
     check_rows,
     combine_hashes,
 )
-from tickbench.data.schema import MARKET_SCHEMAS
 from tickbench.data.violations import (
     AMOUNT_NOT_POSITIVE,
     BACKWARDS,
@@ -49,6 +45,9 @@ from tickbench.data.violations import (
     Violation,
     hash_parquet,
 )
+from tickbench.datasets.market import calendar as mc
+from tickbench.datasets.market.manifest import check_market_data
+from tickbench.datasets.market.schema import INSTRUMENTS_PATH, MARKET_SCHEMAS
 
 VENUE_CROSSED = "a venue's quote locked or crossed (bid >= ask)"
 PRICE_NOT_POSITIVE = "price not > 0"

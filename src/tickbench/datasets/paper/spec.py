@@ -2,7 +2,8 @@
 
 Each query is named by its id; its answer has exactly ``columns``, sorted ascending by
 ``sort_by``. Engines implement the queries in their own dialect (``engines/<name>/queries``),
-the reference implementation is :mod:`tickbench.reference`, the parameters :mod:`tickbench.params`.
+the reference implementation is :mod:`tickbench.datasets.paper.reference`, the parameters
+:mod:`tickbench.datasets.paper.params`.
 
 A module below the engines and the suites: the published suite runs these benchmarks and an
 engine may read an answer's columns here (InfluxDB names its answer's columns by them), with no

@@ -98,15 +98,17 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
         def into_query_mode(self) -> None: ...
         def bulk_prepare(self) -> None: ...
 
+    #: The parameters object the query files were last bound to, and its bindings.
+    bindings_of: tuple[object, dict[str, Any]] | None = None
+
     def query_bindings(self) -> dict[str, Any]:
         """What the query files bind: the market suite's :func:`market_bindings`, or the
         parameters' own; made once per parameters object (they are frozen), not per repetition."""
-        cached: tuple[object, dict[str, Any]] | None = getattr(self, "_bindings_of", None)
-        if cached is not None and cached[0] is self.params:
-            return cached[1]
         params = self.params
+        if self.bindings_of is not None and self.bindings_of[0] is params:
+            return self.bindings_of[1]
         bindings: dict[str, Any] = market_bindings(params) if isinstance(params, MarketParams) else params.bindings()
-        self._bindings_of = (params, bindings)
+        self.bindings_of = (params, bindings)
         return bindings
 
     def _market_create(self, table: str, name: str) -> None:

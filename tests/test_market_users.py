@@ -300,7 +300,7 @@ def test_an_engine_without_a_market_streaming_path_says_so(market_tiny: Dataset,
     run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
                    protocol=Protocol(repetitions=1, timeout_s=120)))
     rec = next(r for r in read_results(out / "results.json").records if r.benchmark.startswith("M-SNAP/ingest/"))
-    assert rec.status == "unsupported" and "no market ingest capability" in rec.reason
+    assert rec.status == "unsupported" and "no ingest capability" in rec.reason
 
 
 def test_a_users_parameters_drawn_from_the_runs_are_its_own(market_tiny: Dataset) -> None:

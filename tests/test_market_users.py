@@ -1,8 +1,8 @@
 """The market suite's users (SPEC §2.3's last paragraph): M-VWAB-12D with several users, M-SNAP
 and M-STATS-UI with several, each user its own client and parameters, every answer of every
 user verified, the per-user figures and the harness's ceiling recorded, on a toy engine (the
-runner's machinery); tests/test_market_suite.py runs the users cells on every engine with the
-market capability."""
+runner's machinery); tests/test_market_suite.py runs the users cells on every engine that serves
+the market dataset."""
 
 from __future__ import annotations
 

@@ -404,7 +404,7 @@ class ArcticMarket:
     def _ingest_stream_target_market(self) -> StreamTarget:
         return FramesTarget(self._market_ingest())
 
-    def _ingest_count_market(self, table: str, upto_ns: int | None) -> int:
+    def _ingest_count_market(self, table: str, upto_ns: int | None = None) -> int:
         return self._market_ingest().count_upto(table, upto_all(upto_ns))
 
     def _ingest_reader_market(self) -> IngestReader:

@@ -215,7 +215,7 @@ class ChdbMarket:
     def _ingest_stream_target_market(self) -> StreamTarget:
         return ArrowStreamTarget(self._market_ingest(), INGEST_INSERT, {t: MARKET_SCHEMAS[t] for t in DAY_TABLES})
 
-    def _ingest_count_market(self, table: str, upto_ns: int | None) -> int:
+    def _ingest_count_market(self, table: str, upto_ns: int | None = None) -> int:
         self._market_ingest()
         return self._scalars(INGEST_COUNT, {"db": INGEST_DB, "table": table, "upto": upto_all(upto_ns)})[0]
 

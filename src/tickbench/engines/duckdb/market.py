@@ -206,7 +206,7 @@ class DuckDBMarket(ABC):
     def _ingest_stream_target_market(self) -> StreamTarget:
         return ArrowTarget(self._market_ingest(), INGEST_SCHEMAS)
 
-    def _ingest_count_market(self, table: str, upto_ns: int | None) -> int:
+    def _ingest_count_market(self, table: str, upto_ns: int | None = None) -> int:
         cur = self._market_ingest().cursor()
         try:
             row = cur.execute(COUNT_UPTO[table], {"upto": upto_all(upto_ns)}).fetchone()

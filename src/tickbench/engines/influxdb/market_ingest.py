@@ -154,7 +154,7 @@ class InfluxMarketIngest:
         assert self.mi_tape is not None
         return MarketLineTarget(self.http_port, db, self.mi_tape, self.http_auth())
 
-    def _ingest_count_market(self, table: str, upto_ns: int | None) -> int:
+    def _ingest_count_market(self, table: str, upto_ns: int | None = None) -> int:
         """Points of ``table`` at or before ``upto_ns``: every written row is a point of its own
         (ties have their own series), in the cache and visible before its write is acknowledged."""
         if table not in COUNT:

@@ -154,7 +154,7 @@ class PostgresMarketIngest:
         return CopyTarget(self.conninfo(DB, self.market_ingest_path()), SYNCHRONOUS_COMMIT[self.market_setting],
                           {t: MARKET_SCHEMAS[t] for t in MARKET_TABLES})
 
-    def _ingest_count_market(self, table: str, upto_ns: int | None) -> int:
+    def _ingest_count_market(self, table: str, upto_ns: int | None = None) -> int:
         """``count(*)`` of the rows with ``ts`` at or before ``upto_ns``, as a new statement sees
         them (read committed): the rows of the COPYs committed before it began. ``ts`` is whole
         µs, so the bound is ``upto_ns`` rounded down to µs."""

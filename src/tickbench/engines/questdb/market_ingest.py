@@ -123,7 +123,7 @@ class QuestDBMarketIngest:
         return IlpTarget(LOOPBACK, self.ports["http"], ILP_REQUEST_TIMEOUT_MS, self.ilp_auth(),
                          names={t: names[t] for t in MARKET_TABLES}, symbols=MARKET_SYMBOLS)
 
-    def _ingest_count_market(self, table: str, upto_ns: int | None) -> int:
+    def _ingest_count_market(self, table: str, upto_ns: int | None = None) -> int:
         """Rows of the applied WAL transactions with ``ts <= upto_ns``: what a new query sees."""
         return int(self._exec(count_sql(self._names(), table, upto_all(upto_ns)), pool=self.mi_counts)["dataset"][0][0])
 

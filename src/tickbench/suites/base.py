@@ -9,7 +9,8 @@ declares, as data:
 * its options (:class:`Option`): each becomes a ``tickbench run`` flag, grouped under the
   suite's title in ``tickbench run --help``, and is recorded in ``results.json``;
 * what it requires of an engine (:meth:`Suite.requires`: a reason when the engine cannot take
-  part, recorded in every cell as ``unsupported``);
+  part, recorded in every cell as ``unsupported``), beside the dataset kind it runs on, which
+  the engine must serve (``dataset_kind``, the engine's ``kinds``; :meth:`Suite.refusal` asks both);
 * its cells (:meth:`Suite.cell_ids`) and how to run them (:meth:`Suite.run`, through a
   :class:`~tickbench.run.cell.CellContext` that owns workers, failures and records);
 * the operations it adds to the engine's process (``worker_ops``: module-level functions that

@@ -1,7 +1,8 @@
 """The market suite (SPEC §2.3) through the real runner, on every engine that serves the market
-dataset (engine.toml's kinds), at the tiny market scale: every M- query verified against the reference (or declared unsupported
-with a reason), M-W and M-SE where the engine has them, the parameters saved beside the answers,
-M-SNAP during ingest with its controls over the same span of D for every engine; and the
+dataset (engine.toml's kinds), at the tiny market scale: every M- query verified against the
+reference (or declared unsupported with a reason), M-W and M-SE where the engine has them, the
+parameters saved beside the answers, M-SNAP during ingest with its controls over the same span
+of D for every engine; and the
 suite's refusals (a paper dataset, an engine that does not serve the market dataset)."""
 
 from __future__ import annotations

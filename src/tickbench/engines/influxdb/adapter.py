@@ -24,7 +24,6 @@ time of each query is the growth of its HTTP service's ``queryReqDurationNs`` co
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -78,9 +77,8 @@ class Adapter(InfluxMarket, InfluxMarketIngest, InfluxDBLoad, InfluxDBIngest, En
 
     def ingest_open(self, store: Path, durability: str | None = None) -> None:
         setting = self.durability_setting(durability)  # one setting path for every kind
-        open_part: Callable[[Path, str], None] = by_kind(self.dataset, paper=self._ingest_open_paper,
-                                                         market=self._ingest_open_market)
-        open_part(store, setting)
+        by_kind(self.dataset, paper=lambda: self._ingest_open_paper(store, setting),
+                market=lambda: self._ingest_open_market(store, setting))()
 
     def ingest_stream_target(self) -> StreamTarget:
         return by_kind(self.dataset, paper=self._ingest_stream_target_paper,

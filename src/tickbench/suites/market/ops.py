@@ -129,8 +129,8 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     the adapter's own decoding of that answer (:meth:`Engine.client_decoder`) with no engine
     behind it, at least :data:`MIN_CEILING_QUERIES` times each: the harness's ceiling.
 
-    Replies, per user: its pid, timed latencies (ns), the span of its timed queries on the
-    monotonic clock, the order in which its timed queries ended among every user's of this
+    Replies, per user: its pid, timed latencies (ns), its start (its warm-up's) and the span of
+    its timed queries on the monotonic clock, the order in which its timed queries ended among every user's of this
     process, and its distinct answers as Arrow IPC (kept as the engine returned them and
     encoded once the users are done, outside the clock), each answer's index among them; a
     user that fails replies its error, naming itself; and the largest resident memory of this
@@ -168,6 +168,7 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
         stopped = False
         together.wait()
         time.sleep(max(0, start_ns - perf()) / 1e9)
+        began = perf()  # the user's start (its untimed warm-up's): together with every other user's
         deadline = perf() + int(float(msg["budget_s"]) * 1e9)
         try:
             for k in range(warmup + reps):
@@ -187,8 +188,8 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
         except Exception as exc:
             out[i] = {"error": f"{who}: {type(exc).__name__}: {exc}"}
             return
-        out[i] = {"pid": os.getpid(), "ns": ns, "first_ns": first, "last_ns": last, "stopped": stopped,
-                  "order": order, "answers": answers}
+        out[i] = {"pid": os.getpid(), "ns": ns, "began_ns": began, "first_ns": first, "last_ns": last,
+                  "stopped": stopped, "order": order, "answers": answers}
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

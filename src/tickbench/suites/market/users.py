@@ -272,13 +272,15 @@ def summarise(users: list[dict[str, Any]]) -> dict[str, Any]:
     the last's end, on the machine's monotonic clock, which every process shares), their
     latency percentiles together, and the slowest user's median over the fastest's."""
     per_user = []
-    origin = min(u["first_ns"] for u in users)
+    origin = min(u.get("began_ns") or u["first_ns"] for u in users)  # the users' common start
     for i, u in enumerate(users):
         ms = sorted(n / 1e6 for n in u["ns"])
         span = (u["last_ns"] - u["first_ns"]) / 1e9
         per_user.append({"user": i, "pid": u.get("pid"), **summarise_ms(ms),
                          "qps": len(ms) / span if span > 0 else None,
-                         # its first timed query's start and its last's end, s after the first user's
+                         # its start (its warm-up's), its first timed query's start and its last's
+                         # end, s after the users' common start
+                         "began_s": (u.get("began_ns", origin) - origin) / 1e9,
                          "from_s": (u["first_ns"] - origin) / 1e9, "to_s": (u["last_ns"] - origin) / 1e9})
     every = sorted(n / 1e6 for u in users for n in u["ns"])
     seconds = (max(u["last_ns"] for u in users) - min(u["first_ns"] for u in users)) / 1e9

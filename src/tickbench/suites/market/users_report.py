@@ -77,7 +77,7 @@ def table(view: SuiteView) -> Grid:
 
 def per_user(view: SuiteView) -> Grid:
     g = Grid(["query", "engine", "users", "user", "pid", "queries", "p10 ms", "p50 ms", "p90 ms", "p99 ms",
-              "max ms", "from s", "to s"])
+              "max ms", "began s", "from s", "to s"])
     for r in records(view):
         if r.status != "ok":
             continue
@@ -86,9 +86,10 @@ def per_user(view: SuiteView) -> Grid:
             g.add(qid, r.engine, Item(str(users), "num"), Item(str(u["user"]), "num"),
                   Item(str(u.get("pid") or "—"), "num"), Item(str(u["n"]), "num"),
                   *(Item("—" if u.get(k) is None else f"{u[k]:,.2f}", "num")
-                    for k in ("p10_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "from_s", "to_s")))
-    g.notes.append("from s … to s: the user's first timed query's start and its last's end, in seconds after the "
-                   "first user's first; pid: the process the user ran in.")
+                    for k in ("p10_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "began_s", "from_s", "to_s")))
+    g.notes.append("began s: the user's start (its untimed warm-up's); from s … to s: its first timed query's start "
+                   "and its last's end; all in seconds after the users' common start; pid: the process the user "
+                   "ran in.")
     return g
 
 

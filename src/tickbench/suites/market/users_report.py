@@ -62,7 +62,8 @@ def table(view: SuiteView) -> Grid:
               Item("—" if f.get("spread") is None else f"{f['spread']:,.2f}", "num"),
               Item(f"{f.get('qps') or 0:,.1f}{bound}", "num", r.notes),
               Item("—" if f.get("ceiling_qps") is None else f"{f['ceiling_qps']:,.0f}", "num"),
-              Item(_mib(f.get("rss_peak_bytes")), "num"), str(f.get("model", "")))
+              Item(_mib(f.get("rss_peak_bytes")), "num"),
+              str(f.get("model", "")) + (f"; {f['packed']}" if f.get("packed") else ""))
     note = ("p10 … max over every timed query of every user (nearest rank; each user's own in the table of each "
             "user); ⚠ client-bound: the queries/s or the median latency is within 2× of the harness's own ceiling "
             "(the same users, in the same processes, decoding a real answer of theirs as their client does, with "

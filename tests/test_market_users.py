@@ -159,6 +159,25 @@ def test_users_whose_processes_outgrow_the_memory_budget_run_packed_and_say_so(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("threads", [False, True], ids=["processes", "threads"])
+def test_users_start_their_timed_queries_together_once_every_user_is_warm(
+        market_tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: bool) -> None:
+    """User 1's warm-up takes 1 s (a server's first query on a new connection can): the other
+    users, whose 21 queries take milliseconds, wait for it, and every user's timed queries start
+    together, in processes of their own (the runner's gate) and as threads of one process."""
+    engine = install_toy(tmp_path, monkeypatch, threads=threads, slow_first_s=1.0)
+    recs = _run_users(engine, market_tiny, tmp_path / "run", users=(3,), ui_users=0, repetitions=1)
+    rec = recs[users_id("M-VWAB-12D", 3)]
+    assert rec.status == "ok" and rec.verified is True, f"{rec.status} {rec.reason}"
+    per = rec.figures["per_user"]
+    assert [u["n"] for u in per] == [20, 20, 20]
+    assert max(u["began_s"] for u in per) < 0.5  # they began (warming up) together ...
+    starts = [u["from_s"] for u in per]
+    assert min(starts) >= 1.0, per  # ... and none timed a query before user 1 was warm
+    assert max(starts) - min(starts) < 0.2 and max(starts) < min(u["to_s"] for u in per), per
+
+
+@pytest.mark.slow
 def test_the_harness_ceiling_includes_the_clients_decoding(market_tiny: Dataset, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """A client that takes 0.2 s to decode each answer: the harness's ceiling (the same users

@@ -9,9 +9,10 @@ of its store per process (:class:`~tickbench.engines.base.ProcessClients`, e.g. 
 of the engine's process with a connection of its own; for an in-memory engine, a thread over
 its frames. No lock of tickbench's stands between the users; the engine's own limit, where it
 shapes this, is recorded with each cell (:attr:`~tickbench.engines.base.Engine.users_limit`).
-All users start together, once every client is open (a barrier across the processes), and each
-times its own queries: ``warmup`` untimed, then at least :data:`MIN_REPETITIONS` timed, back to
-back. Every answer of every user is checked against the reference over that user's parameters
+All users start together, once every client is open (a barrier across the processes), each
+runs ``warmup`` queries untimed, and once every user is warm (a gate across the processes,
+:mod:`tickbench.run.gate`) all time at least :data:`MIN_REPETITIONS` queries each, back to back,
+from one common start. Every answer of every user is checked against the reference over that user's parameters
 (a wrong one makes the cell wrong, naming the user). Beside each cell, the harness's own
 ceiling: the same users, in the same processes, decoding a real answer of theirs as their client
 does, with no engine behind it (:meth:`~tickbench.engines.base.Engine.client_decoder`); a figure
@@ -255,10 +256,11 @@ class Users:
         """One run of the users in processes of ``packed`` users each (the last may hold fewer)."""
         groups = [list(range(i, min(i + packed, len(each)))) for i in range(0, len(each), packed)]
         with self.worker.clients(len(groups)) as pool:
-            runs = pool.run(timeout, [{**msg, "users": [each[i] for i in g], "own": True} for g in groups])
+            runs = pool.run(timeout, [{**msg, "users": [each[i] for i in g], "own": True} for g in groups],
+                            warm_gate=True)
             peak = pool.peak_rss
             noop = pool.run(timeout, [{**msg, "budget_s": CEILING_BUDGET_S, "users": [each[i] for i in g],
-                                       "ceiling": [answers[i] for i in g]} for g in groups])
+                                       "ceiling": [answers[i] for i in g]} for g in groups], warm_gate=True)
         reply = {"users": [u for r in runs for u in r["users"]], "processes": len(groups),
                  "rss_peak_bytes": max(peak, *(r["rss_peak_bytes"] for r in runs))}
         return reply, {"users": [u for r in noop for u in r["users"]]}

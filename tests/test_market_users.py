@@ -135,13 +135,13 @@ def test_users_whose_processes_outgrow_the_memory_budget_run_packed_and_say_so(
     pools: list[int] = []
     real_run = Clients.run
 
-    def budgeted(self: Clients, timeout: float, msgs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    def budgeted(self: Clients, timeout: float, msgs: Sequence[dict[str, Any]], **kw: Any) -> list[dict[str, Any]]:
         pools.append(len(self.procs))
         if len(self.procs) > 2:
             self.kill()
             raise MemoryBudgetExceeded(f"{len(self.procs)} client processes and the engine held 99.0 GiB, above "
                                        "the memory budget of 1.0 GiB")
-        return real_run(self, timeout, msgs)
+        return real_run(self, timeout, msgs, **kw)
 
     monkeypatch.setattr(Clients, "run", budgeted)
     recs = _run_users(engine, market_tiny, tmp_path / "run", users=(3,), ui_users=0, repetitions=1)

@@ -33,6 +33,7 @@ class WarmGate:
     directory)."""
 
     def __init__(self, root: Path, processes: int) -> None:
+        root.mkdir(parents=True, exist_ok=True)  # the engine's working directory, under the run's own
         self.dir = Path(tempfile.mkdtemp(prefix="warm-gate-", dir=root))
         self.processes = processes
         self._fd = os.open(self.dir / LOCK, os.O_CREAT | os.O_RDWR, 0o600)

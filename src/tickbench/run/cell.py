@@ -47,8 +47,8 @@ from tickbench.run.memory import BUDGET_ENV, GIB, tree_rss
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["FAILURES", "Budget", "CellContext", "CellTimeout", "EngineError", "Options", "Protocol",
-           "RunnableSuite", "Worker", "WorkerDied", "WorkerOp"]
+__all__ = ["FAILURES", "Budget", "CellContext", "CellTimeout", "EngineError", "MemoryBudgetExceeded", "Options",
+           "Protocol", "RunnableSuite", "Worker", "WorkerDied", "WorkerOp", "stopping"]
 
 # DatasetError: the reference answer of a cell could not be read from the dataset. It is that
 # cell's failure, recorded like an engine's, never the end of the run for the engines after it.

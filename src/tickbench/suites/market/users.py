@@ -35,8 +35,7 @@ from tickbench.datasets.market.params import MarketParams, user_params, write_pa
 from tickbench.datasets.market.reference import answer
 from tickbench.engines.base import ProcessClients, Server, SharedReaders
 from tickbench.results import Stats
-from tickbench.run.cell import CellContext, Worker
-from tickbench.run.engine_process import MemoryBudgetExceeded, stopping
+from tickbench.run.cell import CellContext, MemoryBudgetExceeded, Worker, stopping
 from tickbench.suites.harness import bound
 
 if TYPE_CHECKING:

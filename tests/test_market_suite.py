@@ -7,7 +7,6 @@ suite's refusals (a paper dataset, an engine that does not serve the market data
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import polars as pl
@@ -104,13 +103,14 @@ def test_market_suite_verifies(engine: str, market_tiny: Dataset, tmp_path: Path
         assert rec.status == "ok", f"{bench}: {rec.status} {rec.reason}"
         f = rec.figures
         assert rec.verified is True and len(f["per_user"]) == f["users"]
-        # each user timed 20 queries of its own (2 asked) with its p10 … p90; with several users,
-        # some ran at the same time (they start together; a user whose 20 fast queries end before
-        # a late-scheduled one begins is a busy machine's doing, so not every pair must overlap)
+        # each user timed 20 queries of its own (2 asked) with its p10 … p90; the users started
+        # together: each began (its untimed warm-up) before any user's last timed query ended. Their
+        # timed spans need not overlap: at this scale a server may serve the first users' 21 queries
+        # of a few ms before it takes the last user's first, which is the engine's scheduling
         per = f["per_user"]
         assert all(u["n"] == 20 and u["p10_ms"] <= u["p50_ms"] <= u["p90_ms"] for u in per)
-        spans = sorted((u["from_s"], u["to_s"]) for u in per)
-        assert len(spans) == 1 or any(b[0] < a[1] for a, b in itertools.pairwise(spans)), spans
+        assert all(u["began_s"] <= u["from_s"] < u["to_s"] for u in per), per
+        assert max(u["began_s"] for u in per) < min(u["to_s"] for u in per), per
         pids = {u["pid"] for u in per}
         if own_processes(cls):  # a process per user, each with its own client
             assert len(pids) == f["users"] == f["processes"], f["per_user"]

@@ -12,7 +12,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -27,7 +29,8 @@ from tickbench.datasets.market.params import market_params, read_params_json, us
 from tickbench.datasets.market.reference import COLUMNS, answer
 from tickbench.docs import market_table
 from tickbench.results import Record, read_results
-from tickbench.run.cell import Protocol
+from tickbench.run.cell import Clients, Protocol
+from tickbench.run.engine_process import MemoryBudgetExceeded
 from tickbench.run.session import run
 from tickbench.suites.market.ingest_ops import ALONE_MIN_QUERIES, CHECKPOINT_MIN_NS, MarketReplay, quantised
 from tickbench.suites.market.users import parse_id, users_id
@@ -119,6 +122,59 @@ def test_users_of_an_engine_with_one_open_per_process_are_its_threads_and_none_w
     report = tmp_path / "run"
     write_reports(read_results(report / "results.json"), report)
     assert "The engines' own limits: toymarket: one open per process" in (report / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_users_whose_processes_outgrow_the_memory_budget_run_packed_and_say_so(
+        market_tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool of a process per user that outgrows the memory budget (here: any pool of more
+    than 2 processes) is stopped, and the cell runs again with two users to a process, each a
+    thread with its own client; every user still runs its 20 queries and is verified, and the
+    cell and the report say how the users ran and why."""
+    engine = install_toy(tmp_path, monkeypatch)
+    pools: list[int] = []
+    real_run = Clients.run
+
+    def budgeted(self: Clients, timeout: float, msgs: Sequence[dict[str, Any]], **kw: Any) -> list[dict[str, Any]]:
+        pools.append(len(self.procs))
+        if len(self.procs) > 2:
+            self.kill()
+            raise MemoryBudgetExceeded(f"{len(self.procs)} client processes and the engine held 99.0 GiB, above "
+                                       "the memory budget of 1.0 GiB")
+        return real_run(self, timeout, msgs, **kw)
+
+    monkeypatch.setattr(Clients, "run", budgeted)
+    recs = _run_users(engine, market_tiny, tmp_path / "run", users=(3,), ui_users=0, repetitions=1)
+    rec = recs[users_id("M-VWAB-12D", 3)]
+    assert rec.status == "ok" and rec.verified is True, f"{rec.status} {rec.reason}"
+    f = rec.figures
+    assert pools == [3, 2, 2]  # refused as 3 processes; then the users and the ceiling in 2
+    assert f["processes"] == 2 and len({u["pid"] for u in f["per_user"]}) == 2
+    assert [u["n"] for u in f["per_user"]] == [20, 20, 20]
+    assert f["packed"].startswith("2 users to a process (threads, each with its own client) in 2 processes")
+    assert "3 client processes and the engine held 99.0 GiB" in f["packed"]
+    out = tmp_path / "run"
+    write_reports(read_results(out / "results.json"), out)
+    assert "2 users to a process" in (out / "report.md").read_text().split("### Users")[1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("threads", [False, True], ids=["processes", "threads"])
+def test_users_start_their_timed_queries_together_once_every_user_is_warm(
+        market_tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: bool) -> None:
+    """User 1's warm-up takes 1 s (a server's first query on a new connection can): the other
+    users, whose 21 queries take milliseconds, wait for it, and every user's timed queries start
+    together, in processes of their own (the runner's gate) and as threads of one process."""
+    engine = install_toy(tmp_path, monkeypatch, threads=threads, slow_first_s=1.0)
+    recs = _run_users(engine, market_tiny, tmp_path / "run", users=(3,), ui_users=0, repetitions=1)
+    rec = recs[users_id("M-VWAB-12D", 3)]
+    assert rec.status == "ok" and rec.verified is True, f"{rec.status} {rec.reason}"
+    per = rec.figures["per_user"]
+    assert [u["n"] for u in per] == [20, 20, 20]
+    assert max(u["began_s"] for u in per) < 0.5  # they began (warming up) together ...
+    starts = [u["from_s"] for u in per]
+    assert min(starts) >= 1.0, per  # ... and none timed a query before user 1 was warm
+    assert max(starts) - min(starts) < 0.2 and max(starts) < min(u["to_s"] for u in per), per
 
 
 @pytest.mark.slow

@@ -57,6 +57,20 @@ class Stats(BaseModel):
         )
 
 
+def harness_share_ms(samples_ns: list[int], server_ns: list[int]) -> float | None:
+    """The harness share of timed repetitions (what the client waited beyond the engine's own
+    time: the result's transport and the client), in ms: the median over the repetitions of each
+    one's client time less the engine's own time of the same repetition, so a repetition that is
+    slow on both sides (the engine's warm-up, a pause) does not count as transport; the median
+    client time less the median engine time where the engine timed only some repetitions;
+    ``None`` where it timed none."""
+    if not server_ns:
+        return None
+    if len(server_ns) == len(samples_ns):
+        return float(statistics.median(c - s for c, s in zip(samples_ns, server_ns, strict=True))) / 1e6
+    return float(statistics.median(samples_ns) - statistics.median(server_ns)) / 1e6
+
+
 class Memory(BaseModel):
     """Memory a query used and how it was measured (``kind``)."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from tickbench.results import Record, Results
+from tickbench.results import Record, Results, harness_share_ms
 
 MARK = {"ok": "✔", "wrong": "✘", "timeout": "⏱", "error": "✘", "unsupported": "—",
         "not_applicable": "n/a", "unavailable": "—", "interrupted": "⏸"}
@@ -32,13 +32,11 @@ def server_median_ms(rec: Record) -> float | None:
 
 
 def harness_ms(rec: Record) -> float | None:
-    """The harness share of a timed cell: its median client time less the median of the
-    engine's own times (what the result's transport and the client cost), in ms; ``None``
-    where the engine reports no time of its own."""
-    server = server_median_ms(rec)
-    if server is None or rec.stats is None:
+    """The harness share of a timed cell (:func:`tickbench.results.harness_share_ms`), in ms;
+    ``None`` where the engine reports no time of its own."""
+    if rec.stats is None:
         return None
-    return rec.stats.median_ms - server
+    return harness_share_ms(rec.samples_ns, rec.server_samples_ns)
 
 
 def transport_bound(rec: Record) -> bool:

@@ -15,6 +15,7 @@ suite or names one.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import threading
@@ -40,13 +41,14 @@ from tickbench.run.engine_process import (
     WorkerOp,
     stopping,
 )
+from tickbench.run.gate import WarmGate
 from tickbench.run.memory import BUDGET_ENV, GIB, tree_rss
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["FAILURES", "Budget", "CellContext", "CellTimeout", "EngineError", "Options", "Protocol",
-           "RunnableSuite", "Worker", "WorkerDied", "WorkerOp"]
+__all__ = ["FAILURES", "Budget", "CellContext", "CellTimeout", "EngineError", "MemoryBudgetExceeded", "Options",
+           "Protocol", "RunnableSuite", "Worker", "WorkerDied", "WorkerOp", "stopping"]
 
 # DatasetError: the reference answer of a cell could not be read from the dataset. It is that
 # cell's failure, recorded like an engine's, never the end of the run for the engines after it.
@@ -519,34 +521,45 @@ class Clients:
             self.failed = True
             raise type(exc)(f"client {i} (pid {pid}): {exc}") from exc
 
-    def run(self, timeout: float, msgs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    def run(self, timeout: float, msgs: Sequence[dict[str, Any]], warm_gate: bool = False) -> list[dict[str, Any]]:
         """Send ``msgs[i]`` (``op=`` and its arguments) to client ``i``, each with a common start
         ``start_ns`` on the machine's monotonic clock (``time.perf_counter_ns``: the same clock in
         every process on Linux), after every message is sent: a barrier across the processes.
-        Their replies in client order. While they run, the resident memory of the clients, the
-        worker and its servers is sampled (:attr:`peak_rss`); past the memory budget, or past
-        ``timeout`` seconds, every client is killed."""
+        With ``warm_gate`` each message also names a :class:`~tickbench.run.gate.WarmGate` that
+        the clients wait at once warm, opened when every client is warm (or one has replied
+        already). Their replies in client order. While they run, the resident memory of the
+        clients, the worker and its servers is sampled (:attr:`peak_rss`); past the memory
+        budget, or past ``timeout`` seconds, every client is killed."""
         if len(msgs) != len(self.procs):
             raise ValueError(f"{len(msgs)} messages for {len(self.procs)} clients")
         start_ns = time.perf_counter_ns() + int((CLIENTS_GO_S + 0.001 * len(msgs)) * 1e9)
         budget = self.procs[0].budget if self.procs else 0
-        try:
-            for p, msg in zip(self.procs, msgs, strict=True):
-                p.send(**msg, start_ns=start_ns)
-            deadline = time.monotonic() + timeout
-            replies: list[dict[str, Any]] = []
-            for i, p in enumerate(self.procs):
-                while p.conn is not None and not p.conn.poll(CLIENTS_SAMPLE_S) and time.monotonic() < deadline:
-                    rss = tree_rss([*self.pids, *self.worker.engine_pids()])
-                    self.peak_rss = max(self.peak_rss, rss)
-                    if rss > budget:
-                        raise MemoryBudgetExceeded(
-                            f"{len(self.procs)} client processes and the engine held {rss / GIB:.1f} GiB, above the "
-                            f"memory budget of {budget / GIB:.1f} GiB; stopped before the machine ran out "
-                            f"(fewer clients, or raise it with {BUDGET_ENV}=GIB if the machine has room)")
-                replies.append(self._receive(i, p, deadline))
-            return replies
-        except BaseException:
-            self.failed = True
-            self.kill()
-            raise
+        with contextlib.ExitStack() as stack:
+            gate = stack.enter_context(WarmGate(self.worker.workdir, len(msgs))) if warm_gate else None
+            extra = {"gate": str(gate.dir)} if gate is not None else {}
+            try:
+                for p, msg in zip(self.procs, msgs, strict=True):
+                    p.send(**msg, **extra, start_ns=start_ns)
+                deadline = time.monotonic() + timeout
+                replies: list[dict[str, Any]] = []
+                for i, p in enumerate(self.procs):
+                    while p.conn is not None and not p.conn.poll(CLIENTS_SAMPLE_S) and time.monotonic() < deadline:
+                        if gate is not None and gate.shut and (gate.warm() >= gate.processes or self._replied()):
+                            gate.open()
+                        rss = tree_rss([*self.pids, *self.worker.engine_pids()])
+                        self.peak_rss = max(self.peak_rss, rss)
+                        if rss > budget:
+                            raise MemoryBudgetExceeded(
+                                f"{len(self.procs)} client processes and the engine held {rss / GIB:.1f} GiB, above "
+                                f"the memory budget of {budget / GIB:.1f} GiB; stopped before the machine ran out "
+                                f"(fewer clients, or raise it with {BUDGET_ENV}=GIB if the machine has room)")
+                    replies.append(self._receive(i, p, deadline))
+                return replies
+            except BaseException:
+                self.failed = True
+                self.kill()
+                raise
+
+    def _replied(self) -> bool:
+        """Whether a client has replied already (before the others are warm: it failed)."""
+        return any(p.conn is not None and p.conn.poll(0) for p in self.procs)

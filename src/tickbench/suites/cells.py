@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tickbench import verify
 from tickbench.engines.base import STORAGE_SPLIT, BulkLoad, EngineInfo, Storage, capability
-from tickbench.results import Memory, QueryText, Record, Stats
+from tickbench.results import Memory, QueryText, Record, Stats, harness_share_ms
 from tickbench.run.cell import CellContext, Worker, WorkerOp
 from tickbench.run.environment import drop_page_cache
 from tickbench.run.visibility import wait_settled, wait_visible
@@ -197,8 +197,8 @@ class Cells:
         notes = "; ".join(x for x in (first.get("notes", ""), stopped) if x)
         # The harness share: what the client waited beyond the engine's own time (the result's
         # transport and the client), where the engine reports its own.
-        figures = ({"harness_ms": statistics.median(samples) / 1e6 - statistics.median(server) / 1e6}
-                   if server else {})
+        share = harness_share_ms(samples, server)
+        figures = {"harness_ms": share} if share is not None else {}
         return self.ctx.make(qid, "ok", verified=True, mode=mode, cold_note=cold_note, samples_ns=samples,
                              server_samples_ns=server, stats=Stats.of(samples), memory=memory,
                              rows=expected.height, query=query, notes=notes, plan=plan, figures=figures)

@@ -6,6 +6,7 @@ queries."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import os
@@ -16,10 +17,12 @@ from typing import Any
 import pyarrow as pa
 
 from tickbench.datasets.base import params_from_dict
-from tickbench.engines.base import Engine, ProcessClients
+from tickbench.engines.base import Engine, ProcessClients, SharedReaders, capability
+from tickbench.run.gate import wait_at_gate
 from tickbench.run.memory import tree_rss
 
 perf = time.perf_counter_ns
+WARM_GO_NS = 1_000_000  # one process's users, all warm, start their timed queries together this long after
 
 
 # -- users (SPEC §2.3's last paragraph) --------------------------------------------------------
@@ -30,23 +33,25 @@ MIN_CEILING_QUERIES = 1_000  # the harness ceiling's decodings per user at least
 
 def user_clients(adapter: Engine, users: list[dict[str, Any]], own: bool) -> list[Engine]:
     """One client per user of ``users`` (each ``{"user": i, "params": …}``), bound to its own
-    parameters: with ``own`` this process is that one user's client (opened with
-    ``start_shared``: its own connection or open of the store); on an engine that admits one
-    open per process (:class:`ProcessClients`) a connection of its own in this process; on an
-    in-memory engine a copy of the adapter over its frames. A user that cannot open its client
-    ends them all, naming itself."""
+    parameters: with ``own`` this process is a client process of its own (opened with
+    ``start_shared``), its first user on that open and each further user on an open of its own
+    (a fresh adapter's ``start_shared``: its own connection, or its own open of the store); on
+    an engine that admits one open per process (:class:`ProcessClients`) a connection of its
+    own in this process; on an in-memory engine a copy of the adapter over its frames. A user
+    that cannot open its client ends them all, naming itself."""
     out: list[Engine] = []
     try:
         for u in users:
             p = params_from_dict(u["params"])
-            if own:
-                if len(users) != 1:
-                    raise ValueError("a client process of its own serves one user")
-                adapter.set_params(p)
-                out.append(adapter)
-                continue
             try:
-                if isinstance(adapter, ProcessClients):
+                if own and not out:
+                    adapter.set_params(p)
+                    out.append(adapter)
+                elif own:
+                    inst = type(adapter)(adapter.info, adapter.workdir, adapter.dataset, p)
+                    out.append(inst)  # listed before it opens: closed with the others if it fails
+                    capability(inst, SharedReaders).start_shared()
+                elif isinstance(adapter, ProcessClients):
                     out.append(adapter.open_client(p))
                 else:
                     inst = copy.copy(adapter)
@@ -56,18 +61,19 @@ def user_clients(adapter: Engine, users: list[dict[str, Any]], own: bool) -> lis
                 raise RuntimeError(f"user {u['user']} (pid {os.getpid()}) could not open its own client: "
                                    f"{type(exc).__name__}: {exc}") from exc
     except BaseException:
-        close_clients(adapter, out)
+        close_clients(adapter, out, own)
         raise
     return out
 
 
-def close_clients(adapter: Engine, clients: list[Engine]) -> None:
-    """Close the users' own connections (this process's own open, and a copy sharing the
-    adapter's frames, close nothing)."""
-    if isinstance(adapter, ProcessClients):
+def close_clients(adapter: Engine, clients: list[Engine], own: bool) -> None:
+    """Close the users' own connections and opens: each but this process's own open (its first
+    client with ``own``), and nothing of a copy sharing the adapter's frames."""
+    if own or isinstance(adapter, ProcessClients):
         for c in clients:
             if c is not adapter:
-                c.stop()
+                with contextlib.suppress(Exception):
+                    c.stop()
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -82,16 +88,18 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     "params": …}``) in this process, each a thread with its own client (:func:`user_clients`),
     all waiting for ``start_ns`` (the runner's common start, on the machine's monotonic clock:
     the barrier across the users' processes, after every client is open). Each runs query
-    ``qid`` ``warmup`` untimed then ``repetitions`` timed times (its next query once the last
-    one's whole answer is in, as the engine's client returns it: tickbench decodes nothing in
-    the timed path). Past ``budget_s`` a user starts no further query (it has run at least one
+    ``qid`` ``warmup`` times untimed; once every user is warm (this process's, and with
+    ``gate`` every process's: :func:`~tickbench.run.gate.wait_at_gate`) all run it
+    ``repetitions`` timed times from one common start (each its next query once the last one's
+    whole answer is in, as the engine's client returns it: tickbench decodes nothing in the
+    timed path). Past ``budget_s`` a user starts no further query (it has run at least one
     timed). With ``ceiling`` (the users' Arrow IPC answers, one per user) the users instead run
     the adapter's own decoding of that answer (:meth:`Engine.client_decoder`) with no engine
     behind it, at least :data:`MIN_CEILING_QUERIES` times each: the harness's ceiling.
 
-    Replies, per user: its pid, timed latencies (ns), the span of its timed queries on the
-    monotonic clock, the order in which its timed queries ended among every user's of this
-    process, and its distinct answers as Arrow IPC (kept as the engine returned them and
+    Replies, per user: its pid, timed latencies (ns), its start (its warm-up's) and the span of
+    its timed queries on the monotonic clock, the order in which its timed queries ended among
+    every user's of this process, and its distinct answers as Arrow IPC (kept as the engine returned them and
     encoded once the users are done, outside the clock), each answer's index among them; a
     user that fails replies its error, naming itself; and the largest resident memory of this
     process and the engine's servers while the users ran."""
@@ -118,6 +126,14 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
         while not done.wait(RSS_SAMPLE_S):
             peak[0] = max(peak[0], tree_rss(pids))
 
+    go = [0]  # the common start of the timed queries, once every user is warm
+    gate = msg.get("gate")
+
+    def all_warm() -> None:  # in one thread, once this process's users are all warm
+        go[0] = wait_at_gate(str(gate)) if gate else perf() + WARM_GO_NS
+
+    warm = threading.Barrier(len(users), action=all_warm)
+
     def user(i: int) -> None:
         who = f"user {users[i]['user']} (pid {os.getpid()})"
         run = decoders[i] if ceiling is not None else (lambda: clients[i].run_query(qid))
@@ -128,9 +144,25 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
         stopped = False
         together.wait()
         time.sleep(max(0, start_ns - perf()) / 1e9)
+        began = perf()  # the user's start (its untimed warm-up's): together with every other user's
+        try:
+            for _ in range(warmup):
+                table = run()
+                if ceiling is None:
+                    answers.append(table)
+        except Exception as exc:
+            warm.abort()  # this process's other users stop waiting for it
+            out[i] = {"error": f"{who}: {type(exc).__name__}: {exc}"}
+            return
+        try:
+            warm.wait()
+        except threading.BrokenBarrierError:
+            out[i] = {"error": f"{who}: stopped before its timed queries: another user of its process failed"}
+            return
+        time.sleep(max(0, go[0] - perf()) / 1e9)
         deadline = perf() + int(float(msg["budget_s"]) * 1e9)
         try:
-            for k in range(warmup + reps):
+            for _ in range(reps):
                 if ns and perf() >= deadline:
                     stopped = True
                     break
@@ -139,16 +171,15 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
                 t1 = perf()
                 if ceiling is None:
                     answers.append(table)
-                if k >= warmup:
-                    first = first or t0
-                    last = t1
-                    ns.append(t1 - t0)
-                    order.append(next(ended))
+                first = first or t0
+                last = t1
+                ns.append(t1 - t0)
+                order.append(next(ended))
         except Exception as exc:
             out[i] = {"error": f"{who}: {type(exc).__name__}: {exc}"}
             return
-        out[i] = {"pid": os.getpid(), "ns": ns, "first_ns": first, "last_ns": last, "stopped": stopped,
-                  "order": order, "answers": answers}
+        out[i] = {"pid": os.getpid(), "ns": ns, "began_ns": began, "first_ns": first, "last_ns": last,
+                  "stopped": stopped, "order": order, "answers": answers}
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -162,7 +193,7 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     finally:
         done.set()
         sampler.join()
-        close_clients(adapter, clients)
+        close_clients(adapter, clients, own)
     for u in out:  # outside the clock: identical answers are encoded, sent and checked once
         if "answers" in u:
             distinct: dict[bytes, int] = {}

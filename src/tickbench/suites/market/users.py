@@ -9,9 +9,10 @@ of its store per process (:class:`~tickbench.engines.base.ProcessClients`, e.g. 
 of the engine's process with a connection of its own; for an in-memory engine, a thread over
 its frames. No lock of tickbench's stands between the users; the engine's own limit, where it
 shapes this, is recorded with each cell (:attr:`~tickbench.engines.base.Engine.users_limit`).
-All users start together, once every client is open (a barrier across the processes), and each
-times its own queries: ``warmup`` untimed, then at least :data:`MIN_REPETITIONS` timed, back to
-back. Every answer of every user is checked against the reference over that user's parameters
+All users start together, once every client is open (a barrier across the processes), each
+runs ``warmup`` queries untimed, and once every user is warm (a gate across the processes,
+:mod:`tickbench.run.gate`) all time at least :data:`MIN_REPETITIONS` queries each, back to back,
+from one common start. Every answer of every user is checked against the reference over that user's parameters
 (a wrong one makes the cell wrong, naming the user). Beside each cell, the harness's own
 ceiling: the same users, in the same processes, decoding a real answer of theirs as their client
 does, with no engine behind it (:meth:`~tickbench.engines.base.Engine.client_decoder`); a figure
@@ -34,7 +35,7 @@ from tickbench.datasets.market.params import MarketParams, user_params, write_pa
 from tickbench.datasets.market.reference import answer
 from tickbench.engines.base import ProcessClients, Server, SharedReaders
 from tickbench.results import Stats
-from tickbench.run.cell import CellContext, Worker
+from tickbench.run.cell import CellContext, MemoryBudgetExceeded, Worker, stopping
 from tickbench.suites.harness import bound
 
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ class UsersFigures(BaseModel):
     limit: str | None = None
     #: How many processes the users ran in.
     processes: int | None = None
+    #: Why and how several users shared a process (a process per user outgrew the memory budget).
+    packed: str | None = None
     repetitions: int | None = None
     queries: int | None = None
     seconds: float | None = None
@@ -189,6 +192,8 @@ class Users:
             return ctx.make(bench, "error", "; ".join(errors)[:2000], figures=base)
         figures = {**base, **summarise(reply["users"]), "rss_peak_bytes": reply["rss_peak_bytes"],
                    "processes": reply["processes"]}
+        if "packed" in reply:
+            figures["packed"] = reply["packed"]
         noop = summarise(ceiling["users"])
         figures["ceiling_qps"], figures["ceiling_p50_ms"] = noop["qps"], noop["p50_ms"]
         figures["client_bound"] = client_bound(figures, noop)
@@ -217,23 +222,47 @@ class Users:
                    timeout: float) -> tuple[dict[str, Any], dict[str, Any]]:
         """The users as client processes of their own, each opened beside the worker before the
         clock; the engine's run, then the harness's ceiling in the same processes. An embedded
-        store's read-write open is closed meanwhile (it would lock the users' read-only opens)."""
+        store's read-write open is closed meanwhile (it would lock the users' read-only opens).
+        When that many processes outgrow the memory budget (each holds an interpreter and the
+        engine's libraries beside its queries), the cell runs again with the users packed two,
+        then four … to a process, each user a thread with its own client, and the reply says so."""
         ctx, proto = self.ctx, self.ctx.protocol
         embedded = not issubclass(ctx.engine, Server)
         if embedded:
             self.worker.call(proto.load_timeout_s, op="stop")
+        packed = 1
+        first_refusal = ""
         try:
-            with self.worker.clients(len(each)) as pool:
-                runs = pool.run(timeout, [{**msg, "users": [u], "own": True} for u in each])
-                peak = pool.peak_rss
-                noop = pool.run(timeout, [{**msg, "budget_s": CEILING_BUDGET_S, "users": [u], "ceiling": [a]}
-                                          for u, a in zip(each, answers, strict=True)])
+            while True:
+                try:
+                    reply, ceiling = self._pool(msg, each, answers, timeout, packed)
+                    break
+                except MemoryBudgetExceeded as exc:
+                    if packed >= len(each) or stopping():
+                        raise
+                    first_refusal = first_refusal or str(exc)
+                    packed *= 2
         finally:
             if embedded:
                 self.worker.call(proto.load_timeout_s, op="start")
-        reply = {"users": [r["users"][0] for r in runs], "processes": len(each),
+        if packed > 1:
+            reply["packed"] = (f"{packed} users to a process (threads, each with its own client) in "
+                               f"{reply['processes']} processes: with a process per user, {first_refusal}")
+        return reply, ceiling
+
+    def _pool(self, msg: dict[str, Any], each: list[dict[str, Any]], answers: list[bytes], timeout: float,
+              packed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        """One run of the users in processes of ``packed`` users each (the last may hold fewer)."""
+        groups = [list(range(i, min(i + packed, len(each)))) for i in range(0, len(each), packed)]
+        with self.worker.clients(len(groups)) as pool:
+            runs = pool.run(timeout, [{**msg, "users": [each[i] for i in g], "own": True} for g in groups],
+                            warm_gate=True)
+            peak = pool.peak_rss
+            noop = pool.run(timeout, [{**msg, "budget_s": CEILING_BUDGET_S, "users": [each[i] for i in g],
+                                       "ceiling": [answers[i] for i in g]} for g in groups], warm_gate=True)
+        reply = {"users": [u for r in runs for u in r["users"]], "processes": len(groups),
                  "rss_peak_bytes": max(peak, *(r["rss_peak_bytes"] for r in runs))}
-        return reply, {"users": [r["users"][0] for r in noop]}
+        return reply, {"users": [u for r in noop for u in r["users"]]}
 
 
 def repetitions(asked: int) -> int:
@@ -272,13 +301,15 @@ def summarise(users: list[dict[str, Any]]) -> dict[str, Any]:
     the last's end, on the machine's monotonic clock, which every process shares), their
     latency percentiles together, and the slowest user's median over the fastest's."""
     per_user = []
-    origin = min(u["first_ns"] for u in users)
+    origin = min(u.get("began_ns") or u["first_ns"] for u in users)  # the users' common start
     for i, u in enumerate(users):
         ms = sorted(n / 1e6 for n in u["ns"])
         span = (u["last_ns"] - u["first_ns"]) / 1e9
         per_user.append({"user": i, "pid": u.get("pid"), **summarise_ms(ms),
                          "qps": len(ms) / span if span > 0 else None,
-                         # its first timed query's start and its last's end, s after the first user's
+                         # its start (its warm-up's), its first timed query's start and its last's
+                         # end, s after the users' common start
+                         "began_s": (u.get("began_ns", origin) - origin) / 1e9,
                          "from_s": (u["first_ns"] - origin) / 1e9, "to_s": (u["last_ns"] - origin) / 1e9})
     every = sorted(n / 1e6 for u in users for n in u["ns"])
     seconds = (max(u["last_ns"] for u in users) - min(u["first_ns"] for u in users)) / 1e9

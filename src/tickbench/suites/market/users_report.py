@@ -62,7 +62,8 @@ def table(view: SuiteView) -> Grid:
               Item("—" if f.get("spread") is None else f"{f['spread']:,.2f}", "num"),
               Item(f"{f.get('qps') or 0:,.1f}{bound}", "num", r.notes),
               Item("—" if f.get("ceiling_qps") is None else f"{f['ceiling_qps']:,.0f}", "num"),
-              Item(_mib(f.get("rss_peak_bytes")), "num"), str(f.get("model", "")))
+              Item(_mib(f.get("rss_peak_bytes")), "num"),
+              str(f.get("model", "")) + (f"; {f['packed']}" if f.get("packed") else ""))
     note = ("p10 … max over every timed query of every user (nearest rank; each user's own in the table of each "
             "user); ⚠ client-bound: the queries/s or the median latency is within 2× of the harness's own ceiling "
             "(the same users, in the same processes, decoding a real answer of theirs as their client does, with "
@@ -77,7 +78,7 @@ def table(view: SuiteView) -> Grid:
 
 def per_user(view: SuiteView) -> Grid:
     g = Grid(["query", "engine", "users", "user", "pid", "queries", "p10 ms", "p50 ms", "p90 ms", "p99 ms",
-              "max ms", "from s", "to s"])
+              "max ms", "began s", "from s", "to s"])
     for r in records(view):
         if r.status != "ok":
             continue
@@ -86,9 +87,10 @@ def per_user(view: SuiteView) -> Grid:
             g.add(qid, r.engine, Item(str(users), "num"), Item(str(u["user"]), "num"),
                   Item(str(u.get("pid") or "—"), "num"), Item(str(u["n"]), "num"),
                   *(Item("—" if u.get(k) is None else f"{u[k]:,.2f}", "num")
-                    for k in ("p10_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "from_s", "to_s")))
-    g.notes.append("from s … to s: the user's first timed query's start and its last's end, in seconds after the "
-                   "first user's first; pid: the process the user ran in.")
+                    for k in ("p10_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "began_s", "from_s", "to_s")))
+    g.notes.append("began s: the user's start (its untimed warm-up's); from s … to s: its first timed query's start "
+                   "and its last's end; all in seconds after the users' common start; pid: the process the user "
+                   "ran in.")
     return g
 
 

@@ -1,4 +1,4 @@
-"""Checks of an engine's market ingest (:class:`~tickbench.engines.base.MarketIngest`):
+"""Checks of an engine's market ingest (:class:`~tickbench.engines.base.Ingest`):
 
 * :func:`check_ingest_record`, for every market engine's suite test: a during-ingest record
   and its controls;
@@ -22,7 +22,7 @@ import pytest
 from tickbench.data.dataset import Dataset
 from tickbench.datasets.market.params import MarketParams
 from tickbench.datasets.market.reference import answer
-from tickbench.engines.base import Engine, MarketIngest, capability
+from tickbench.engines.base import Engine, Ingest, capability
 from tickbench.results import Record
 from tickbench.suites.market.during_ingest import VISIBLE_ON_COMMIT, visible_text
 from tickbench.suites.market.ingest_ops import (
@@ -44,12 +44,12 @@ def check_market_ingest(engine: Engine, ds: Dataset, params: MarketParams, store
     """Open a store on ``engine`` (started), write, count, read and close it; ``leftovers()``
     names the store's objects the server has (tables, a database), which must exist while it is
     open and be gone after its close."""
-    ingest = capability(engine, MarketIngest)
+    ingest = capability(engine, Ingest)
     replay = MarketReplay(ds, params, EVENTS)
-    ingest.market_ingest_open(store)
+    ingest.ingest_open(store)
     try:
         assert leftovers(), "the open store made nothing on the server"
-        target = ingest.market_ingest_target()
+        target = ingest.ingest_stream_target()
         if not target.in_process:  # plain data, as pickled into each writer process
             target = pickle.loads(pickle.dumps(target))
         sender = target.connect()
@@ -62,10 +62,10 @@ def check_market_ingest(engine: Engine, ds: Dataset, params: MarketParams, store
         finally:
             sender.close()
         deadline = time.monotonic() + VISIBLE_S
-        while any(ingest.market_ingest_count(t, 2**62) < replay.tables[t].num_rows for t in TABLES):
+        while any(ingest.ingest_count(t, 2**62) < replay.tables[t].num_rows for t in TABLES):
             assert time.monotonic() < deadline, f"the rows written were not visible within {VISIBLE_S:g} s"
             time.sleep(0.01)
-        counter = ingest.market_ingest_counter()
+        counter = ingest.ingest_counter()
         if counter is not None:  # plain data, as pickled into the watcher's process
             counter = pickle.loads(pickle.dumps(counter))
         try:
@@ -73,13 +73,13 @@ def check_market_ingest(engine: Engine, ds: Dataset, params: MarketParams, store
                 ts = replay.ts[t]
                 at = int(ts[len(ts) // 2])
                 for upto in (at - 1, at, at + 1, replay.open_ns - 1):
-                    assert ingest.market_ingest_count(t, upto) == replay.expected(t, upto), (t, upto)
+                    assert ingest.ingest_count(t, upto) == replay.expected(t, upto), (t, upto)
                     if counter is not None:  # the watcher's counts over its own connection
                         assert counter.count(t, upto) == replay.expected(t, upto), (t, upto)
         finally:
             if counter is not None:
                 counter.close()
-        reader = ingest.market_ingest_reader()
+        reader = ingest.ingest_reader()
         try:
             user = dataclasses.replace(params, T=probes(params, replay.open_ns, replay.end_ns))
             want = answer("M-SNAP", ds, user)
@@ -91,7 +91,7 @@ def check_market_ingest(engine: Engine, ds: Dataset, params: MarketParams, store
         finally:
             reader.close()
     finally:
-        ingest.market_ingest_close()
+        ingest.ingest_close()
     assert not leftovers(), "the closed store is still on the server"
 
 
@@ -102,7 +102,7 @@ def check_ingest_record(rec: Record, cls: type[Engine], ds: Dataset, params: Mar
     open, as the reference replay cuts it), the ingest alone and the queries alone beside it with
     their during/alone ratios, "visible on commit" exactly when the engine declares it, and the
     writers' and watcher's process rule."""
-    assert issubclass(cls, MarketIngest)
+    assert issubclass(cls, Ingest)
     assert rec.status == "ok" and rec.verified is True, f"{rec.status} {rec.reason}"
     f = rec.figures
     replay = MarketReplay(ds, params, span_ns=int(minutes * 60e9))
@@ -119,15 +119,15 @@ def check_ingest_record(rec: Record, cls: type[Engine], ds: Dataset, params: Mar
     assert f["query_during_over_alone"] > 0
     assert f["query_during_over_alone"] == pytest.approx(f["during"]["p50_ms"] / f["query_alone_p50_ms"])
     assert "after" not in f and "during_over_after" not in f
-    assert f["visible_on_commit"] is cls.market_ingest_visible_on_commit
-    if cls.market_ingest_visible_on_commit:  # no poll latency: it would be the watcher's own
+    assert f["visible_on_commit"] is cls.ingest_visible_on_commit
+    if cls.ingest_visible_on_commit:  # no poll latency: it would be the watcher's own
         assert f["visibility"] is None and visible_text(f) == VISIBLE_ON_COMMIT
     else:
         assert f["visibility"]["count"] > 0 and visible_text(f).endswith(" ms")
     # the watcher in a process of its own wherever the engine gives its counts as plain data
-    own = cls.market_ingest_counter is not MarketIngest.market_ingest_counter and "thread" not in f["writers_mode"]
+    own = cls.ingest_counter is not Ingest.ingest_counter and "thread" not in f["writers_mode"]
     assert f["watcher"] == (WATCHER_PROCESS if own else WATCHER_THREAD)
     if "thread" in f["writers_mode"]:  # an embedded store: the cell says why
-        assert f["one_process"] == cls.market_ingest_one_process != "" and f["one_process"] in rec.notes
+        assert f["one_process"] == cls.ingest_one_process != "" and f["one_process"] in rec.notes
     else:
         assert "process" in f["writers_mode"] and not f["one_process"]

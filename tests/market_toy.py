@@ -22,6 +22,7 @@ kind = "embedded"
 language = "SQL (DuckDB)"
 extension = "sql"
 install = "nothing to install: DuckDB comes with tickbench's engines"
+kinds = ["market"]
 
 [unsupported]
 {unsupported}
@@ -48,13 +49,13 @@ from pathlib import Path
 
 from tickbench.engines.base import (
     Engine,
-    Market,
-    MarketIngest,
-    MarketReader,
+    Ingest,
+    IngestReader,
     ProcessClients,
     SharedReaders,
     StreamSender,
     StreamTarget,
+    upto_all,
 )
 
 DECODE_S = 0.0  # a slow client: seconds its decoding of each answer takes (install_toy's decode_s)
@@ -62,7 +63,7 @@ PIDS_FILE = ""  # where each client process of its own writes its pid (install_t
 SLOW_FIRST_S = 0.0  # a slow warm-up: user 1's first query on each client takes this long (install_toy's)
 
 
-class Adapter(Engine, Market, SharedReaders):
+class Adapter(Engine, SharedReaders):
     con: duckdb.DuckDBPyConnection | None = None
     tables: ClassVar[dict[str, pa.Table]] = {}  # read once per process, shared by every connection
     lock: ClassVar[threading.Lock] = threading.Lock()
@@ -110,10 +111,7 @@ class Adapter(Engine, Market, SharedReaders):
             self.con.close()
             self.con = None
 
-    def load(self) -> int:
-        raise NotImplementedError("the toy answers the market suite only")
-
-    def load_market(self) -> int:
+    def load(self) -> int:  # the toy serves the market dataset alone (engine.toml's kinds)
         return sum(t.num_rows for t in self._tables().values())
 
     def run_query(self, qid: str) -> pa.Table:
@@ -167,7 +165,7 @@ class _Target(StreamTarget):
         return _Sender(self.con)
 
 
-class _Reader(MarketReader):
+class _Reader(IngestReader):
     def __init__(self, engine: "IngestAdapter") -> None:
         assert engine.ingest_con is not None
         self.engine, self.cur = engine, engine.ingest_con.cursor()
@@ -179,10 +177,10 @@ class _Reader(MarketReader):
         self.cur.close()
 
 
-class IngestAdapter(Adapter, MarketIngest):
+class IngestAdapter(Adapter, Ingest):
     ingest_con: duckdb.DuckDBPyConnection | None = None
 
-    def market_ingest_open(self, store: Path) -> None:
+    def ingest_open(self, store: Path, durability: str | None = None) -> None:  # one setting: DuckDB's
         store.mkdir(parents=True, exist_ok=True)
         self.ingest_con = duckdb.connect(str(store / "ingest.duckdb"))
         for name in ("quotes", "trades"):
@@ -190,22 +188,23 @@ class IngestAdapter(Adapter, MarketIngest):
             self.ingest_con.execute(f"CREATE TABLE {name} AS SELECT *, 0::BIGINT AS tsn FROM read_parquet(?) LIMIT 0",
                                     [[str(f) for f in files]])
 
-    def market_ingest_target(self) -> StreamTarget:
+    def ingest_stream_target(self) -> StreamTarget:
         assert self.ingest_con is not None
         return _Target(self.ingest_con)
 
-    def market_ingest_count(self, table: str, upto_ns: int) -> int:
+    def ingest_count(self, table: str, upto_ns: int | None = None) -> int:
         assert self.ingest_con is not None and table in ("quotes", "trades")
         cur = self.ingest_con.cursor()
         try:
-            return int(cur.execute(f"SELECT count(*) FROM {table} WHERE tsn <= ?", [upto_ns]).fetchall()[0][0])
+            rows = cur.execute(f"SELECT count(*) FROM {table} WHERE tsn <= ?", [upto_all(upto_ns)]).fetchall()
+            return int(rows[0][0])
         finally:
             cur.close()
 
-    def market_ingest_reader(self) -> MarketReader:
+    def ingest_reader(self) -> IngestReader:
         return _Reader(self)
 
-    def market_ingest_close(self) -> None:
+    def ingest_close(self) -> None:
         if self.ingest_con is not None:
             self.ingest_con.close()
             self.ingest_con = None
@@ -275,13 +274,13 @@ def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymar
     adapter = adapter.replace('PIDS_FILE = ""', f"PIDS_FILE = {str(pids_file or '')!r}")
     adapter = adapter.replace("SLOW_FIRST_S = 0.0", f"SLOW_FIRST_S = {float(slow_first_s)!r}")
     if threads:
-        adapter = adapter.replace("class Adapter(Engine, Market, SharedReaders):",
-                                  "class Adapter(Engine, Market, ProcessClients):\n"
+        adapter = adapter.replace("class Adapter(Engine, SharedReaders):",
+                                  "class Adapter(Engine, ProcessClients):\n"
                                   '    users_limit = "one open per process (the toy, as chDB)"')
     if ingest:
-        adapter = adapter.replace("class Adapter(Engine, Market, SharedReaders):",
-                                  "class _Base(Engine, Market, SharedReaders):")
-        adapter += INGEST_ADAPTER.replace("(Adapter, MarketIngest)", "(_Base, MarketIngest)")
+        adapter = adapter.replace("class Adapter(Engine, SharedReaders):",
+                                  "class _Base(Engine, SharedReaders):")
+        adapter += INGEST_ADAPTER.replace("(Adapter, Ingest)", "(_Base, Ingest)")
         adapter = adapter.replace('"IngestAdapter"', '"Adapter"').replace("class IngestAdapter(", "class Adapter(")
         adapter = adapter.replace("SEND_DELAY_S = 0.0", f"SEND_DELAY_S = {float(send_delay_s)!r}")
     (folder / "adapter.py").write_text(adapter)

@@ -152,6 +152,7 @@ class ToySuite(Suite):
     title = "The toy kind's suite"
     order = 91
     dataset_kind = "toy"
+    kind_served = False  # it reads the kind's files beside the open engine: nothing of the engine's own
     figures_model = ToyFigures
     worker_ops: ClassVar[dict[str, WorkerOp]] = {"toy_sum": sum_op}
 

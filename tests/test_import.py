@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 
 from tickbench.cli import app
 from tickbench.data.dataset import Dataset, DatasetError, combine_hashes
-from tickbench.data.importers import ImportFailure, import_dataset
-from tickbench.datasets.base import open_dataset, validate
+from tickbench.data.importers import ImportFailure
+from tickbench.datasets.base import import_dataset, open_dataset, validate
 from tickbench.datasets.paper import validate as v
 
 FIX = Path(__file__).parent / "fixtures"

@@ -15,8 +15,8 @@ import pytest
 
 from tests.market_import_fixtures import write_taq, write_tardis
 from tickbench.data.dataset import Dataset, DatasetError
-from tickbench.data.importers import ImportFailure, import_dataset
-from tickbench.datasets.base import open_dataset, validate
+from tickbench.data.importers import ImportFailure
+from tickbench.datasets.base import import_dataset, open_dataset, validate
 from tickbench.datasets.market.params import MARKET, dataset_calendar, market_params
 from tickbench.datasets.market.reference import REFERENCES, answer
 from tickbench.datasets.market.validate import TRADE_WITHOUT_QUOTES, VENUE_CROSSED

@@ -59,7 +59,7 @@ def test_whole_market_queries_verify_with_pairs_missing_on_the_last_day(
     e = adapter(engine, tmp_path / engine, thinned, params)
     e.start()
     try:
-        e.load_market()  # type: ignore[attr-defined]
+        e.load()
         for qid in QUERIES:
             expected = answer(qid, thinned, params)
             got = pl.from_arrow(e.run_query(qid))

@@ -1,8 +1,9 @@
-"""The market suite (SPEC §2.3) through the real runner, on every engine with the market capability,
-at the tiny market scale: every M- query verified against the reference (or declared unsupported
-with a reason), M-W and M-SE where the engine has them, the parameters saved beside the answers,
-M-SNAP during ingest with its controls over the same span of D for every engine; and the
-suite's refusals (a paper dataset, an engine without the capability)."""
+"""The market suite (SPEC §2.3) through the real runner, on every engine that serves the market
+dataset (engine.toml's kinds), at the tiny market scale: every M- query verified against the
+reference (or declared unsupported with a reason), M-W and M-SE where the engine has them, the
+parameters saved beside the answers, M-SNAP during ingest with its controls over the same span
+of D for every engine; and the
+suite's refusals (a paper dataset, an engine that does not serve the market dataset)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ from tests.market_ingest_checks import check_ingest_record
 from tickbench.data.dataset import Dataset
 from tickbench.datasets.market.params import read_params_json
 from tickbench.datasets.market.reference import COLUMNS, answer
-from tickbench.engines.base import Market, MarketBulkLoad, MarketIngest, MarketStorage, Server
+from tickbench.engines.base import BulkLoad, Ingest, Server, Storage
 from tickbench.engines.registry import adapter_class, availability, engine_infos
 from tickbench.results import read_results
 from tickbench.run.cell import Protocol
 from tickbench.run.session import RunError, run
 from tickbench.suites.market import LOADS, QUERY_IDS
+from tickbench.suites.market.suite import SUITE as MARKET
 from tickbench.suites.market.users import own_processes, users_id
 from tickbench.suites.registry import run_config, suite_options
 
@@ -34,14 +36,15 @@ INGEST_RATE = 2_000
 
 
 def _market_classes() -> list[tuple[str, type]]:
-    """The engines with the market capability whose client is installed, with their adapters."""
+    """The engines that serve the market dataset (engine.toml's kinds) whose client is installed,
+    with their adapters."""
     out = []
-    for name in engine_infos():
+    for name, info in engine_infos().items():
         try:
             cls = adapter_class(name)
         except ImportError:
             continue  # its client is not installed: test_engines says so
-        if issubclass(cls, Market):
+        if MARKET.refusal(cls, info) is None:
             out.append((name, cls))
     return out
 
@@ -81,14 +84,14 @@ def test_market_suite_verifies(engine: str, market_tiny: Dataset, tmp_path: Path
         assert rec.verified is True and rec.stats is not None and rec.query is not None
         saved = pl.read_parquet(out / "answers" / engine / f"{qid}.parquet")
         assert saved.columns == list(COLUMNS[qid]) and saved.height == answer(qid, market_tiny, params).height
-    for bench, cap in (("M-W", MarketBulkLoad), ("M-SE", MarketStorage)):
+    for bench, cap in (("M-W", BulkLoad), ("M-SE", Storage)):
         expected = "ok" if issubclass(cls, cap) else "not_applicable"
         assert by_id[bench].status == expected, f"{bench}: {by_id[bench].status} {by_id[bench].reason}"
-    if issubclass(cls, MarketStorage):  # M-SE's split, the same for every engine
+    if issubclass(cls, Storage):  # M-SE's split, the same for every engine
         se = by_id["M-SE"].figures
         assert se["data_bytes"] > 0 and se["engine_bytes"] == se["data_bytes"] + se["index_bytes"]
         assert se["log_bytes"] >= 0
-    if issubclass(cls, MarketIngest):
+    if issubclass(cls, Ingest):
         check_ingest_record(by_id[during], cls, market_tiny, params, INGEST_MINUTES, users=3)
     else:
         assert by_id[during].status == "unsupported" and by_id[during].reason

@@ -1,8 +1,8 @@
 """The market suite's users (SPEC §2.3's last paragraph): M-VWAB-12D with several users, M-SNAP
 and M-STATS-UI with several, each user its own client and parameters, every answer of every
 user verified, the per-user figures and the harness's ceiling recorded, on a toy engine (the
-runner's machinery); tests/test_market_suite.py runs the users cells on every engine with the
-market capability."""
+runner's machinery); tests/test_market_suite.py runs the users cells on every engine that serves
+the market dataset."""
 
 from __future__ import annotations
 
@@ -356,7 +356,7 @@ def test_an_engine_without_a_market_streaming_path_says_so(market_tiny: Dataset,
     run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
                    protocol=Protocol(repetitions=1, timeout_s=120)))
     rec = next(r for r in read_results(out / "results.json").records if r.benchmark.startswith("M-SNAP/ingest/"))
-    assert rec.status == "unsupported" and "no market ingest capability" in rec.reason
+    assert rec.status == "unsupported" and "no ingest capability" in rec.reason
 
 
 def test_a_users_parameters_drawn_from_the_runs_are_its_own(market_tiny: Dataset) -> None:

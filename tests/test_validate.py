@@ -11,8 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tickbench.cli import app
-from tickbench.data.importers import import_dataset
-from tickbench.datasets.base import validate
+from tickbench.datasets.base import import_dataset, validate
 from tickbench.datasets.paper import validate as v
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tardis"

@@ -520,7 +520,7 @@ def import_cmd(
 ) -> None:
     """Convert Tardis.dev, cryptofeed or LOBSTER files into a dataset (SPEC §1 schema), or Daily TAQ or
     Tardis.dev quotes and trades files into a market dataset (SPEC §1.3), and print its hash."""
-    from tickbench.data.importers import import_dataset
+    from tickbench.datasets.base import import_dataset
 
     try:
         with progress_bar("import") as bar, _stopped_by_signals():

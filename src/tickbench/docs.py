@@ -33,7 +33,8 @@ END = "<!-- support-matrix:end -->"
 def support_matrix() -> str:
     """Benchmarks and suites × engines: ✔ where a native implementation exists (``✔ from
     <engine>`` where the query file is the ``queries_from`` engine's), otherwise the reason; then
-    each engine's kind, query language and installation."""
+    each engine's kind, the dataset kinds it serves, its capabilities, query language and
+    installation."""
     infos = engine_infos()
     names = list(infos)
     lines = ["| benchmark | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
@@ -66,11 +67,12 @@ def support_matrix() -> str:
         lines.append("|---|---|")
         lines += [f"| {n} | {text} |" for n, text in borrowed.items()]
     lines.append("")
-    lines.append("| engine | kind | capabilities | query language | install |")
-    lines.append("|---|---|---|---|---|")
+    lines.append("| engine | kind | datasets | capabilities | query language | install |")
+    lines.append("|---|---|---|---|---|---|")
     for n, info in infos.items():
         caps = ", ".join(capabilities(adapter_class(n))) or "—"
-        lines.append(f"| {n} ({info.title}) | {info.kind} | {caps} | {info.language} | {info.install} |")
+        lines.append(f"| {n} ({info.title}) | {info.kind} | {', '.join(info.kinds)} | {caps} | {info.language} "
+                     f"| {info.install} |")
     return "\n".join(lines)
 
 

@@ -148,7 +148,7 @@ def test_market_store_w_se_and_hostile_baskets(market_tiny: Dataset, market_tiny
     engine.start()
     try:
         days = market_tiny_params.load_days()
-        rows = engine.load_market()  # type: ignore[attr-defined]
+        rows = engine.load()
         assert rows == len(market_tiny.instruments()) + sum(
             r["rows"] for t in ("quotes", "trades") for r in market_tiny.entries(t, days))
         parts = engine._sql(  # type: ignore[attr-defined]
@@ -171,12 +171,12 @@ def test_market_store_w_se_and_hostile_baskets(market_tiny: Dataset, market_tiny
         d_rows = sum(market_tiny.manifest.csv[t]["rows"] for t in ("quotes", "trades"))
         for fmt in ("csv", "parquet"):
             for _ in range(2):  # a repeated M-W replaces its store
-                mine = engine.market_bulk_load(fmt, tmp_path / "w")  # type: ignore[attr-defined]
-                base = engine.market_baseline_load(fmt, tmp_path / "w")  # type: ignore[attr-defined]
+                mine = engine.bulk_load(fmt, tmp_path / "w")  # type: ignore[attr-defined]
+                base = engine.baseline_load(fmt, tmp_path / "w")  # type: ignore[attr-defined]
                 assert mine.rows == base.rows == d_rows
                 assert mine.detail["database"] == f"mw_{fmt}" and mine.detail["active_parts"] == 2
 
-        se = engine.market_storage_bytes()  # type: ignore[attr-defined]
+        se = engine.storage_bytes()  # type: ignore[attr-defined]
         assert next(iter(se)) == "parts_bytes_on_disk" and se["parts_bytes_on_disk"] > 0
         assert se["active_parts"] == 1 + 2 * len(days) and se["merges_running"] == 0
     finally:

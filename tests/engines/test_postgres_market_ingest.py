@@ -19,7 +19,7 @@ import pytest
 
 from tickbench.data.dataset import Dataset
 from tickbench.datasets.market.params import MarketParams
-from tickbench.engines.base import EngineUnavailable, MarketIngest
+from tickbench.engines.base import EngineUnavailable, Ingest
 from tickbench.engines.registry import adapter, adapter_class
 
 pytest.importorskip("psycopg", reason="the PostgreSQL engines need psycopg 3 (psycopg[binary])")
@@ -56,13 +56,13 @@ def test_market_ingest_store_beside_the_loaded_tables(name: str, workdir: Path, 
     except EngineUnavailable as exc:
         pytest.skip(f"{name} is not installed ({exc})")
     e = adapter(name, workdir / name, market_tiny, market_tiny_params)
-    assert isinstance(e, MarketIngest)
+    assert isinstance(e, Ingest)
     e.start()
     try:
-        e.load_market()  # type: ignore[attr-defined]
+        e.load()
         conn = e._conn()  # type: ignore[attr-defined]
         loaded = {t: _count(conn, f"public.{t}") for t in ("instruments", "quotes", "trades")}
-        e.market_ingest_open(workdir / "store")
+        e.ingest_open(workdir / "store")
         instruments = market_tiny.instruments().height
         assert _count(conn, f"{INGEST}.instruments") == instruments
         assert _count(conn, f"{INGEST}.quotes") == _count(conn, f"{INGEST}.trades") == 0
@@ -84,23 +84,23 @@ def test_market_ingest_store_beside_the_loaded_tables(name: str, workdir: Path, 
 
         # A payload through the writers' path (in this process), then counted up to a time.
         trades = pq.read_table(market_tiny.files("trades", [day])).slice(0, 100)
-        target = e.market_ingest_target()
+        target = e.ingest_stream_target()
         sender = target.connect()
         try:
             sender.send(target.encode("trades", trades))
         finally:
             sender.close()
         ts = trades.column("ts").cast(pa.int64()).to_numpy()
-        assert e.market_ingest_count("trades", 2**62) == 100
-        assert e.market_ingest_count("trades", int(ts.min()) - 1) == 0
-        assert e.market_ingest_count("trades", int(ts.min())) == int((ts == ts.min()).sum())
-        assert e.market_ingest_count("quotes", 2**62) == 0
+        assert e.ingest_count("trades", 2**62) == 100
+        assert e.ingest_count("trades", int(ts.min()) - 1) == 0
+        assert e.ingest_count("trades", int(ts.min())) == int((ts == ts.min()).sum())
+        assert e.ingest_count("quotes", 2**62) == 0
         if name == "timescaledb":
             assert conn.execute("SELECT count(*), count(*) FILTER (WHERE is_compressed) FROM "
                                 "timescaledb_information.chunks WHERE hypertable_schema = %s",
                                 [INGEST]).fetchone() == (1, 0)
 
-        reader = e.market_ingest_reader()
+        reader = e.ingest_reader()
         try:
             assert reader.run_query("M-SNAP", market_tiny_params).num_rows > 0
             with reader.conn.cursor() as cur:  # type: ignore[attr-defined]
@@ -110,7 +110,7 @@ def test_market_ingest_store_beside_the_loaded_tables(name: str, workdir: Path, 
         finally:
             reader.close()
         assert {t: _count(conn, f"public.{t}") for t in loaded} == loaded
-        e.market_ingest_close()
+        e.ingest_close()
         assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", [INGEST]).fetchone()[0] == 0
         assert {t: _count(conn, f"public.{t}") for t in loaded} == loaded
     finally:

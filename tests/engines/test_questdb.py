@@ -341,14 +341,14 @@ def _pg_answers(port: int, user: str, password: str) -> bool:
 @pytest.mark.slow
 def test_market_load_hostile_baskets_and_m_se(market_engine: Engine, market_tiny: Dataset,
                                               market_tiny_params: MarketParams) -> None:
-    from tickbench.engines.base import Market, MarketStorage
+    from tickbench.engines.base import Storage
 
     engine = market_engine
     days = market_tiny_params.load_days()
     expected = sum(r["rows"] for r in market_tiny.manifest.partitions
                    if r["day"] in days and r["table"] in ("quotes", "trades"))
-    assert isinstance(engine, Market) and isinstance(engine, MarketStorage)
-    assert engine.load_market() == expected + market_tiny.instruments().height
+    assert isinstance(engine, Storage)
+    assert engine.load() == expected + market_tiny.instruments().height
     wait_visible(engine)
 
     # Rows of one ts are stored in the load's (ts, exchange, seq) order, so LATEST ON (and ASOF
@@ -377,7 +377,7 @@ def test_market_load_hostile_baskets_and_m_se(market_engine: Engine, market_tiny
     engine.params = market_tiny_params
     assert engine.run_query("M-HIBID-D").num_rows == len(market_tiny_params.B)  # quotes is still there
 
-    se = engine.market_storage_bytes()
+    se = engine.storage_bytes()
     assert next(iter(se)) == "bytes_on_disk" and se["bytes_on_disk"] == se["partitions"] + se["table_files"]
     assert se["partitions"] > 0
     assert se["index_bytes"] > 0 and se["data_bytes"] + se["index_bytes"] == se["bytes_on_disk"]  # the sym index
@@ -440,22 +440,20 @@ def test_both_datasets_load_w_and_query_under_the_same_commit_modes(
     """The paper's and the market's datasets through the suites' own operations: each query store
     is queried under one commit mode, and W and M-W each load under one durable mode, as the
     server itself reports its setting (SHOW PARAMETERS, recorded in settings())."""
-    from tickbench.suites.market import ops as market_ops
-    from tickbench.suites.published import ops as paper_ops
+    from tickbench.suites.cells import bulk_op
 
     def mode(e: Engine) -> str:
         return str(e.settings()["cairo.commit.mode"])
 
     seen: dict[str, tuple[str, str, str]] = {}
-    runs = (("paper", tiny, tiny_params, "load", paper_ops.bulk_op),
-            ("market", market_tiny, market_tiny_params, "load_market", market_ops.bulk_op))
-    for kind, ds, params, load, bulk_op in runs:
+    runs = (("paper", tiny, tiny_params), ("market", market_tiny, market_tiny_params))
+    for kind, ds, params in runs:
         # a working directory of its own per dataset, as the workdir fixture makes it
         own = workdir if kind == "paper" else Path(tempfile.mkdtemp(prefix="tickbench-questdb-"))
         e = adapter("questdb", own, ds, params)
         e.start()
         try:
-            assert getattr(e, load)() > 0
+            assert e.load() > 0
             wait_visible(e)
             queries = mode(e)
             assert e.commit_mode == queries  # type: ignore[attr-defined]  # what server.conf was written with

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
 import pyarrow as pa
@@ -51,6 +51,10 @@ from tickbench.data.dataset import (
     verify_files,
 )
 from tickbench.data.violations import DEFAULT_SAMPLES, ValidationReport
+
+if TYPE_CHECKING:
+    from tickbench.data.importers import ImportResult
+    from tickbench.data.importers.common import ReaderOptions
 
 PACKAGES_ENV = "TICKBENCH_DATASET_PACKAGES"
 
@@ -161,6 +165,14 @@ class DatasetKind(Protocol):
         """The reference answer of query ``qid``."""
         ...
 
+    def import_into(self, fmt: str, paths: list[Path], out: Path, stage: Path, opts: ReaderOptions, limit: int,
+                    sample: int | None, trade_ids: str) -> ImportResult:
+        """Write imported files (``paths``, read by format ``fmt``'s reader, which declared that
+        they make this kind) as a dataset of this kind into ``stage``, every row checked with the
+        kind's invariants, then rename it into ``out``
+        (:data:`tickbench.data.importers.ImportWriter`). A kind no importer makes need not have it."""
+        ...
+
 
 def _roots() -> list[tuple[str, Path]]:
     """(package, folder) of every place kinds are looked for, tickbench's own first."""
@@ -196,6 +208,18 @@ def kind(name: str) -> DatasetKind:
     if name not in known:
         raise DatasetError(f"--dataset {name}: must be one of {', '.join(known)}")
     return known[name]
+
+
+def import_dataset(fmt: str, paths: list[Path], out: Path, **options: Any) -> ImportResult:
+    """``tickbench import``: ``paths`` (files in format ``fmt``) as a dataset at ``out``. The
+    format's reader declares which kind its files make; that kind writes them
+    (:meth:`DatasetKind.import_into`) through :func:`tickbench.data.importers.import_dataset`'s
+    checks and staging. ``options``: that function's (policy, sample, memory limit, clock, …)."""
+    from tickbench.data import importers  # loaded only for an import
+
+    paths = [Path(p) for p in paths]
+    made = kind(importers.produced_kind(fmt, paths))
+    return importers.import_dataset(fmt, paths, out, made.import_into, **options)
 
 
 def kind_of(dataset: Dataset) -> DatasetKind:

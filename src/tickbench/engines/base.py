@@ -4,7 +4,8 @@ An engine lives in one folder, ``engines/<name>/`` (or ``<package>/<name>/`` for
 ``$TICKBENCH_ENGINE_PACKAGES``), which holds:
 
 * ``engine.toml`` — its description: title, kind (``embedded``, ``in-memory`` or ``server``,
-  which must agree with its adapter's capabilities: a test checks it), how to install it and
+  which must agree with its adapter's capabilities: a test checks it), the dataset kinds it
+  serves (``kinds = ["paper", "market"]``), how to install it and
   the Python packages its client needs (``pip``), the query language's file extension (and
   ``other_extensions``, a second language's, for queries the first cannot express), and
   the benchmarks and suites it cannot run, each with a reason (``[unsupported]``) — gaps are
@@ -27,17 +28,18 @@ call returned (compaction) says so through :meth:`Engine.pending_settle`, and th
 
 **Capabilities.** :class:`Engine` is what every engine does (start, load, query, stop). What
 only some engines do is a small class of its own, which the adapter also subclasses and the
-runner and the suites check with ``isinstance`` / ``issubclass``, never by probing methods:
+runner and the suites check with ``isinstance`` / ``issubclass``, never by probing methods.
+Each serves every dataset kind the engine serves (``engine.toml``'s ``kinds``; a suite runs
+on an engine only if it serves the suite's kind): the adapter composes its part for each kind
+with :func:`by_kind` (the paper's tables or the market's), so there is one load path, one W
+and one set of settings per engine, whatever the dataset:
 
-* :class:`BulkLoad` — W: the bulk-load day into a fresh durable store, and the engine's own
-  simplest bulk path beside it;
-* :class:`Storage` — SE: the bytes the engine uses on disk for the loaded period;
-* :class:`Ingest` — the ingest suites (tick latency, stream, durability): an ingest store,
-  writer clients, read-back, durability settings;
-* :class:`Market` — the market suite: the market dataset's tables and its M- queries, with
-  :class:`MarketBulkLoad` (M-W), :class:`MarketStorage` (M-SE) and :class:`MarketIngest`
-  (queries while day D streams into an empty market store, each user with its own
-  :class:`MarketReader`);
+* :class:`BulkLoad` — W and M-W: the bulk-load day into a fresh durable store, and the
+  engine's own simplest bulk path beside it;
+* :class:`Storage` — SE and M-SE: the bytes the engine uses on disk for the loaded period;
+* :class:`Ingest` — an ingest store: the ingest suites (tick latency, stream, durability:
+  writer clients, read-back, durability settings) and the market's queries while day D streams
+  into an empty market store (each user with its own :class:`IngestReader`);
 * :class:`EngineTime` — the engine reports each query's own (server-side) time;
 * :class:`SharedReaders` — concurrency clients as processes of their own, each opening the
   loaded store beside the others (without it, clients are threads of one process);
@@ -74,7 +76,7 @@ from typing import Any, ClassVar, TypeVar
 
 import pyarrow as pa
 
-from tickbench.data.dataset import Dataset
+from tickbench.data.dataset import DEFAULT_KIND, Dataset
 from tickbench.datasets.base import RunParams
 
 ENGINES_DIR = Path(__file__).parent
@@ -123,6 +125,9 @@ class EngineInfo:
     #: The folders of query files after the engine's own: the ``queries_from`` engine's, then
     #: that one's ``queries_from``'s, and so on (resolved by :meth:`read` against the known engines).
     fallback_queries: tuple[Path, ...] = ()
+    #: The dataset kinds the engine serves (``kinds`` in ``engine.toml``; the paper's alone
+    #: when absent): a suite runs on it only if it serves the suite's ``dataset_kind``.
+    kinds: tuple[str, ...] = (DEFAULT_KIND,)
 
     @classmethod
     def read(cls, folder: Path, engines: Mapping[str, Path] | None = None) -> EngineInfo:
@@ -147,6 +152,7 @@ class EngineInfo:
             w_clock=raw.get("w_clock", ""),
             queries_from=raw.get("queries_from", ""),
             fallback_queries=_fallback_queries(folder, raw, engines or {}),
+            kinds=_kinds(folder, raw),
         )
 
     def query_file(self, qid: str) -> Path:
@@ -172,6 +178,16 @@ class EngineInfo:
 
     def query_text(self, qid: str) -> str:
         return self.query_file(qid).read_text()
+
+
+def _kinds(folder: Path, raw: dict[str, Any]) -> tuple[str, ...]:
+    """``raw``'s ``kinds`` (the paper's alone when absent): a non-empty list of kind names, else an
+    :class:`EngineConfigError` naming the file."""
+    given = raw.get("kinds", [DEFAULT_KIND])
+    if not isinstance(given, list) or not given or not all(isinstance(k, str) and k.isidentifier() for k in given):
+        raise EngineConfigError(f"{folder / 'engine.toml'}: kinds = {given!r} is not a list of dataset kind names; "
+                                f'write e.g. kinds = ["{DEFAULT_KIND}"]')
+    return tuple(given)
 
 
 def _fallback_queries(folder: Path, raw: dict[str, Any], engines: Mapping[str, Path]) -> tuple[Path, ...]:
@@ -385,8 +401,17 @@ class Engine(ABC):
     Lifecycle: ``start()`` → ``load()`` → ``run_query(id)``… → ``stop()``; ``start()`` after
     ``stop()`` reopens the same loaded data (the cold protocol relies on it). What only some
     engines do is a capability class of its own (:class:`BulkLoad`, :class:`Storage`,
-    :class:`Ingest`, :class:`EngineTime`, :class:`SharedReaders`, :class:`Server`, and the market
-    suite's :class:`Market`, :class:`MarketBulkLoad`, :class:`MarketStorage`, :class:`MarketIngest`).
+    :class:`Ingest`, :class:`EngineTime`, :class:`SharedReaders`, :class:`ProcessClients`,
+    :class:`Server`), each serving every dataset kind the engine serves (:attr:`EngineInfo.kinds`).
+
+    The market suite's users: with :class:`SharedReaders`, each user is a client process of its
+    own, an adapter opened with :meth:`SharedReaders.start_shared` and bound to the user's
+    parameters; with :class:`ProcessClients`, a thread of the engine's process with a client from
+    :meth:`ProcessClients.open_client`; an in-memory engine's users are threads over shallow
+    copies of the loaded adapter, given their own parameters with :meth:`set_params`, whose
+    ``run_query`` runs from several threads at once (what the copies share must be safe for
+    that). The engine's own limit that shapes this is :attr:`users_limit`; a user count the
+    engine cannot serve is declared in ``[unsupported]`` as ``"M-VWAB-12D/users=100" = "why"``.
     """
 
     #: Whether the loaded data survive :meth:`stop` (``False`` for an in-memory engine: a
@@ -438,8 +463,10 @@ class Engine(ABC):
 
     @abstractmethod
     def load(self) -> int:
-        """Create the schema and load the query data (the 30-day and multi-exchange days) from
-        the dataset's Parquet files, durably; return the number of rows loaded."""
+        """Create the schema of the engine's dataset in the engine's own idiom (types, sort keys,
+        partitioning, compression) and load its query data (``params.load_days()``: the paper's
+        30-day and multi-exchange days, the market's 20 days and its instruments) from the
+        dataset's Parquet files, durably; return the number of rows loaded."""
 
     @abstractmethod
     def run_query(self, qid: str) -> pa.Table:
@@ -535,17 +562,18 @@ class Engine(ABC):
 
 
 class BulkLoad(ABC):
-    """Capability: W, the bulk load of the bulk-load day (SPEC §2.1)."""
+    """Capability: W (SPEC §2.1) and M-W (SPEC §2.3), the bulk load of the dataset's bulk-load
+    day (the market's day D), under one setting whatever the dataset."""
 
     def bulk_prepare(self) -> None:  # noqa: B027 - optional: most engines load as they query
-        """Before each W load's clock starts: a setting W needs that the query cells do not (e.g.
-        a server restarted into a durable commit mode). The default changes nothing."""
+        """Before each W (and M-W) load's clock starts: a setting W needs that the query cells do
+        not (e.g. a server restarted into a durable commit mode). The default changes nothing."""
 
     @abstractmethod
     def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        """Load the bulk-load day from ``fmt`` ("csv" or "parquet") into a fresh durable store
-        in ``scratch``, built as the query store is, through tickbench's load path; return
-        when committed."""
+        """Load the bulk-load day from ``fmt`` ("csv": ``dataset.csv_file(table)``, or "parquet":
+        the day's part files) into a fresh durable store in ``scratch``, built as the query store
+        is, through tickbench's load path; return when committed."""
 
     @abstractmethod
     def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
@@ -571,7 +599,8 @@ def storage_figures(total_key: str, data: int, index: int, log: int, **detail: i
 
 
 class Storage(ABC):
-    """Capability: SE, the bytes on disk of the loaded period (SPEC §2.1)."""
+    """Capability: SE, the bytes on disk of the loaded period (SPEC §2.1; M-SE, the market's
+    loaded days, SPEC §2.3)."""
 
     def storage_load(self) -> None:  # noqa: B027 - optional: most engines measure the loaded store
         """SE's preparation, when the store SE measures is not the loaded one (e.g. a fresh
@@ -582,7 +611,8 @@ class Storage(ABC):
 
     @abstractmethod
     def storage_bytes(self) -> dict[str, int]:
-        """Bytes the engine uses on disk for the loaded 30-day period, after it has settled, as
+        """Bytes the engine uses on disk for the loaded period (the paper's 30 days, the market's
+        20 days and its instruments), after it has settled, as
         :func:`storage_figures` makes them: the total first (SE's figure), then data, index
         and log bytes, then the engine's own detail."""
 
@@ -622,74 +652,23 @@ class EngineTime(ABC):
         (``None`` when it gave none for that query)."""
 
 
-class Market(ABC):
-    """Capability: the market suite (SPEC §2.3) on a market dataset: :meth:`load_market` creates
-    the market schema in the engine's own idiom (instruments, quotes and trades: types, sort
-    keys, partitioning, compression) and loads the dataset's 20 days; ``run_query`` runs
-    ``queries/M-*.<ext>`` bound to the market parameters
-    (:meth:`tickbench.datasets.market.params.MarketParams.bindings`). An M- query the engine
-    cannot answer is declared in ``engine.toml``'s ``[unsupported]`` with the reason. The market suite calls
-    these instead of :meth:`Engine.load`; an engine keeps its market code in a module of its own.
-
-    The market suite's users: with :class:`SharedReaders`, each user is a client process of its
-    own, an adapter opened with :meth:`SharedReaders.start_shared` and bound to the user's
-    parameters; with :class:`ProcessClients`, a thread of the engine's process with a client from
-    :meth:`ProcessClients.open_client`; an in-memory engine's users are threads over shallow
-    copies of the loaded adapter, given their own parameters with :meth:`Engine.set_params`,
-    whose ``run_query`` runs from several threads at once (what the copies share must be safe for
-    that). The engine's own limit that shapes this is :attr:`Engine.users_limit`; a user count
-    the engine cannot serve is declared in ``[unsupported]`` as ``"M-VWAB-12D/users=100" = "why"``."""
-
-    @abstractmethod
-    def load_market(self) -> int:
-        """Create the market schema and load the dataset's instruments, quotes and trades (every
-        day of ``params.load_days()``), durably; return the rows loaded."""
-
-
-class MarketBulkLoad(ABC):
-    """Capability: M-W, the bulk load of a market dataset's day D (quotes and trades)."""
-
-    def market_bulk_prepare(self) -> None:  # noqa: B027 - optional: most engines load as they query
-        """Before each M-W load's clock starts, as :meth:`BulkLoad.bulk_prepare` before W's (an
-        engine with both gives M-W the setting it gives W). The default changes nothing."""
-
-    @abstractmethod
-    def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        """Load day D's quotes and trades from ``fmt`` ("csv": ``dataset.csv_file(table)``, or
-        "parquet": the day's part files) into a fresh durable store in ``scratch``, built as the
-        market query store is, through tickbench's load path; return when committed."""
-
-    @abstractmethod
-    def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        """The engine's own simplest bulk path on the same files, for comparison with M-W."""
-
-
-class MarketStorage(ABC):
-    """Capability: M-SE, the bytes on disk of the loaded market days."""
-
-    @abstractmethod
-    def market_storage_bytes(self) -> dict[str, int]:
-        """Bytes the engine uses on disk for the loaded 20 days, once settled, as
-        :func:`storage_figures` makes them (the total first: M-SE's figure)."""
-
-
-class MarketReader(ABC):
-    """One user's own reader of the open market ingest store (:class:`MarketIngest`): its own
+class IngestReader(ABC):
+    """One user's own reader of an open ingest store (:meth:`Ingest.ingest_reader`): its own
     connection to a server, or its own cursor on an embedded store; used by one thread."""
 
     @abstractmethod
     def run_query(self, qid: str, params: RunParams) -> pa.Table:
         """Run the native query ``qid`` (``queries/<qid>.<ext>``) bound to ``params`` (a user's
-        :class:`~tickbench.datasets.market.params.MarketParams`) over the rows visible now; the whole result."""
+        parameters) over the rows visible now; the whole result."""
 
     def close(self) -> None:  # noqa: B027 - optional: most readers have nothing to release
         """Release the connection or cursor."""
 
 
-class MarketCounter(ABC):
-    """The visibility counts of an open market ingest store as plain data (pickled into the
-    watcher's own process): ``count`` as :meth:`MarketIngest.market_ingest_count`, over a
-    connection the object opens in that process."""
+class IngestCounter(ABC):
+    """The visibility counts of an open ingest store as plain data (pickled into the watcher's
+    own process): ``count`` as :meth:`Ingest.ingest_count`, over a connection the object opens
+    in that process."""
 
     @abstractmethod
     def count(self, table: str, upto_ns: int) -> int:
@@ -699,51 +678,6 @@ class MarketCounter(ABC):
         """Close the connection."""
 
 
-class MarketIngest(ABC):
-    """Capability: queries while the market ingests (SPEC §2.3's last paragraph): a store with
-    the market schema, built as :meth:`Market.load_market` builds it (its instruments loaded,
-    quotes and trades empty), into which the market suite streams day D's quotes and trades
-    through the engine's fastest streaming path while users query it with their own readers."""
-
-    #: Whether a row is visible to a new query as soon as its write is acknowledged (committed):
-    #: the during-ingest cell then records "visible on commit" instead of its watcher's poll
-    #: latency, and fails if an acknowledged row is not visible at once.
-    market_ingest_visible_on_commit: ClassVar[bool] = False
-    #: Why the store's writers and watcher must be threads of the engine's process (an embedded
-    #: store no second process may open while this one has it); empty when other processes may
-    #: write it (a server). Recorded with every during-ingest cell.
-    market_ingest_one_process: ClassVar[str] = ""
-
-    @abstractmethod
-    def market_ingest_open(self, store: Path) -> None:
-        """Create the empty market store in ``store`` (a fresh directory) with the instruments
-        table loaded, beside the loaded market tables, which stay as they are: a server engine,
-        or an engine that opens one store per process, makes its tables in a database or
-        namespace of its own."""
-
-    @abstractmethod
-    def market_ingest_target(self) -> StreamTarget:
-        """The streaming path into the open store: payloads of ``quotes`` or ``trades`` rows in
-        the market dataset's Arrow schemas (:class:`StreamTarget`; the table names are those)."""
-
-    @abstractmethod
-    def market_ingest_count(self, table: str, upto_ns: int) -> int:
-        """Rows of ``table`` visible to a new query now whose ``ts`` is at or before ``upto_ns``
-        (ns since the epoch). Answers at once; never waits."""
-
-    @abstractmethod
-    def market_ingest_reader(self) -> MarketReader:
-        """A new reader of the open store for one user (its own connection, or cursor)."""
-
-    def market_ingest_close(self) -> None:  # noqa: B027 - optional: nothing to close by default
-        """Close the store and release its readers; its data may stay on disk."""
-
-    def market_ingest_counter(self) -> MarketCounter | None:
-        """The open store's counts as plain data, for a watcher in a process of its own; ``None``
-        (the default) keeps the watcher a thread of the engine's process."""
-        return None
-
-
 class Server(ABC):  # noqa: B024 - a capability with nothing to add to Engine's methods
     """Capability: :meth:`Engine.start` launches server processes, which
     :meth:`Engine.memory_pids` names (not the worker's own). The durability suite SIGKILLs
@@ -751,21 +685,38 @@ class Server(ABC):  # noqa: B024 - a capability with nothing to add to Engine's 
 
 
 class Ingest(ABC):
-    """Capability: the ingest suites (tick-latency, stream and durability) — an ingest store
-    with empty ``trades`` and ``book`` tables, writer clients, read-back and the durability
-    settings worth comparing. An engine without it says why in ``engine.toml``'s
-    ``[unsupported]`` under the suite's name."""
+    """Capability: an ingest store the suites stream into, for every dataset kind the engine
+    serves: the ingest suites on the paper's dataset (tick latency, stream, durability: empty
+    ``trades`` and ``book`` tables, writer clients, read-back, the durability settings worth
+    comparing) and the market suite's queries during ingest (SPEC §2.3's last paragraph: a store
+    built as :meth:`Engine.load` builds the market's, its instruments loaded, quotes and trades
+    empty, streamed into while users query it, each with an :class:`IngestReader`). The adapter
+    serves each kind with its own part (:func:`by_kind`). An engine without it says why in
+    ``engine.toml``'s ``[unsupported]`` under the suite's name (or the cell's)."""
 
-    #: Durability settings worth comparing, name -> what it means (the first is the default).
+    #: Durability settings worth comparing, name -> what it means (the first is the default,
+    #: for every kind: :meth:`durability_setting`).
     ingest_durability: ClassVar[dict[str, str]] = {}
     #: The settings under which the engine promises that no acknowledged row is lost when its
     #: processes are killed (the durability suite asserts it); the others report what they lose.
     ingest_durable: ClassVar[frozenset[str]] = frozenset()
+    #: Whether a row is visible to a new query as soon as its write is acknowledged (committed):
+    #: the market's during-ingest cell then records "visible on commit" instead of its watcher's
+    #: poll latency, and fails if an acknowledged row is not visible at once.
+    ingest_visible_on_commit: ClassVar[bool] = False
+    #: Why the store's writers and watcher must be threads of the engine's process (an embedded
+    #: store no second process may open while this one has it); empty when other processes may
+    #: write it (a server). Recorded with every during-ingest cell.
+    ingest_one_process: ClassVar[str] = ""
 
     @abstractmethod
     def ingest_open(self, store: Path, durability: str | None = None) -> None:
-        """Open the ingest store at ``store`` with empty ``trades`` and ``book`` tables
-        (created if absent; reopened as they are if present, for recovery checks)."""
+        """Open the ingest store at ``store`` for the engine's dataset under ``durability``
+        (:meth:`durability_setting`): for the paper's, empty ``trades`` and ``book`` tables
+        (created if absent; reopened as they are if present, for recovery checks); for the
+        market's, a fresh store with the market schema, its instruments loaded, beside the loaded
+        market tables, which stay as they are (a server engine, or one that opens one store per
+        process, makes its tables in a database or namespace of their own)."""
 
     def durability_setting(self, durability: str | None) -> str:
         """``durability``, or the default (the first of :attr:`ingest_durability`); a setting
@@ -776,28 +727,54 @@ class Ingest(ABC):
             raise ValueError(f"unknown durability setting {setting!r}; known: {known}")
         return setting
 
-    @abstractmethod
+    def default_setting_only(self, setting: str) -> None:
+        """For a store written under the default setting alone (e.g. the market's during-ingest
+        store, whose cell asks for no other): refuse another instead of ignoring it."""
+        if setting != self.durability_setting(None):
+            raise ValueError(f"durability setting {setting!r}: this ingest store runs under the default, "
+                             f"{self.durability_setting(None)!r}, alone")
+
+    # What one kind's suites alone call: the paper's ingest suites (ingest_client, ingest_read,
+    # ingest_latest) and the market's during-ingest cell (ingest_reader, ingest_counter). An
+    # engine whose Ingest serves one kind only leaves the other's as they are here (refusing).
+
     def ingest_client(self) -> IngestClient:
-        """A new writer connection to the open ingest store."""
+        """A new writer connection to the open ingest store (the paper's ingest suites)."""
+        raise NotImplementedError(f"{type(self).__name__}: no ingest client (the paper's ingest suites')")
 
-    @abstractmethod
     def ingest_read(self, table: str, sym: str) -> pa.Table:
-        """Every row of ``sym`` in ``table`` of the ingest store, in time order."""
+        """Every row of ``sym`` in ``table`` of the ingest store, in time order (the paper's
+        ingest suites' read-back)."""
+        raise NotImplementedError(f"{type(self).__name__}: no ingest read-back (the paper's ingest suites')")
 
     @abstractmethod
-    def ingest_count(self, table: str) -> int:
-        """Rows of ``table`` in the ingest store visible to a new query now."""
+    def ingest_count(self, table: str, upto_ns: int | None = None) -> int:
+        """Rows of ``table`` in the ingest store visible to a new query now (with ``upto_ns``:
+        those whose ``ts`` is at or before it, ns since the epoch). Answers at once; never waits."""
 
-    @abstractmethod
     def ingest_latest(self) -> pa.Table:
-        """The market snapshot: the latest book row per sym (``sym, ts, b1price, a1price``)."""
+        """The market snapshot of the paper's ingest store: the latest book row per sym
+        (``sym, ts, b1price, a1price``)."""
+        raise NotImplementedError(f"{type(self).__name__}: no ingest snapshot (the paper's ingest suites')")
+
+    def ingest_reader(self) -> IngestReader:
+        """A new reader of the open store for one user (its own connection, or cursor): the
+        market's queries during ingest."""
+        raise NotImplementedError(f"{type(self).__name__}: no ingest reader (the market's during-ingest cell's)")
+
+    def ingest_counter(self) -> IngestCounter | None:
+        """The open store's counts as plain data, for a watcher in a process of its own; ``None``
+        (the default) keeps the watcher a thread of the engine's process."""
+        return None
 
     def ingest_close(self) -> None:  # noqa: B027 - optional: nothing to close by default
-        """Close the ingest store (its data stays on disk)."""
+        """Close the ingest store (the paper's data stay on disk; the market's store is never
+        reopened, and may be dropped)."""
 
     def ingest_stream_target(self) -> StreamTarget:
-        """The stream suite's target on the open ingest store: the engine's fastest streaming
-        path (:class:`StreamTarget`); the default sends row tuples through :meth:`ingest_client`."""
+        """The streaming path into the open ingest store: the engine's fastest
+        (:class:`StreamTarget`; payloads of the dataset's tables, in its Arrow schemas); the
+        default sends row tuples through :meth:`ingest_client`."""
         return RowsTarget(self)
 
     def ingest_bulk(self, table: str, batch: pa.Table) -> None:
@@ -813,10 +790,25 @@ class Ingest(ABC):
             sender.close()
 
 
+#: A ``ts`` after every row's (ns since the epoch), for a count of every row.
+ALL_TS_NS = 2**62
+
+
+def upto_all(upto_ns: int | None) -> int:
+    """``upto_ns``, or :data:`ALL_TS_NS` when ``None`` (:meth:`Ingest.ingest_count` of every row
+    of a store whose counts take a bound)."""
+    return ALL_TS_NS if upto_ns is None else upto_ns
+
+
+def whole_store(upto_ns: int | None) -> None:
+    """For an ingest store whose :meth:`Ingest.ingest_count` counts every row (the paper's: its
+    suites never ask for fewer), refuse an ``upto_ns`` instead of ignoring it."""
+    if upto_ns is not None:
+        raise ValueError("this ingest store counts all its rows: upto_ns is the market's during-ingest count")
+
+
 #: The capability classes, by the name the support matrix and messages use.
-CAPABILITIES: dict[str, type] = {"bulk load": BulkLoad, "storage": Storage, "ingest": Ingest, "market": Market,
-                                 "market bulk load": MarketBulkLoad, "market storage": MarketStorage,
-                                 "market ingest": MarketIngest,
+CAPABILITIES: dict[str, type] = {"bulk load": BulkLoad, "storage": Storage, "ingest": Ingest,
                                  "engine time": EngineTime, "shared readers": SharedReaders,
                                  "process clients": ProcessClients, "server": Server}
 

@@ -969,7 +969,4 @@ class ServerEngine(Engine, SharedReaders, Server):
             self.readers.close()
             self.readers = None
 
-    def ingest_close(self) -> None:
-        """Close the read connections (writers close their own); the store's data stay."""
-        self.close_readers()
 

@@ -467,7 +467,7 @@ def _run(cfg: RunConfig, ds: Dataset, params: RunParams, progress: Progress | No
                                   workdir=workdir / suite.name, protocol=protocol, opts=cfg.opts(suite),
                                   seed=cfg.seed, on_record=on_record, shared=shared.setdefault(suite.name, {}),
                                   meta=meta, clock=clock)
-                reason = suite.requires(cls, infos[name])
+                reason = suite.refusal(cls, infos[name])
                 if reason is not None:
                     for bench in todo:
                         ctx.record(bench, "unsupported", reason)

@@ -9,7 +9,8 @@ declares, as data:
 * its options (:class:`Option`): each becomes a ``tickbench run`` flag, grouped under the
   suite's title in ``tickbench run --help``, and is recorded in ``results.json``;
 * what it requires of an engine (:meth:`Suite.requires`: a reason when the engine cannot take
-  part, recorded in every cell as ``unsupported``);
+  part, recorded in every cell as ``unsupported``), beside the dataset kind it runs on, which
+  the engine must serve (``dataset_kind``, the engine's ``kinds``; :meth:`Suite.refusal` asks both);
 * its cells (:meth:`Suite.cell_ids`) and how to run them (:meth:`Suite.run`, through a
   :class:`~tickbench.run.cell.CellContext` that owns workers, failures and records);
 * the operations it adds to the engine's process (``worker_ops``: module-level functions that
@@ -168,6 +169,11 @@ class Suite(ABC):
     #: The name of the dataset kind the suite runs on (``tickbench.datasets.base.kinds``; by
     #: default the paper's, SPEC §1).
     dataset_kind: ClassVar[str] = DEFAULT_KIND
+    #: Whether an engine must serve :attr:`dataset_kind` (its ``engine.toml``'s ``kinds``) to take
+    #: part: the suite loads the dataset into it, or streams into its ingest store, through the
+    #: engine's part for that kind. A suite that only reads the dataset's files beside an open
+    #: engine sets it ``False``.
+    kind_served: ClassVar[bool] = True
     #: The engine-process operation that loads the suite's data (a core one, or one of its own).
     load_op: ClassVar[str] = "load"
     #: Why the suite cannot run against an external endpoint (``None``: it can). Refused
@@ -197,6 +203,17 @@ class Suite(ABC):
         the reason its ``engine.toml`` gives under the suite's name, if any."""
         return info.unsupported.get(self.name)
 
+    def refusal(self, engine: type[Engine], info: EngineInfo) -> str | None:
+        """What the runner and the support matrix ask: why ``engine`` cannot take part, or
+        ``None``. An engine that does not serve the suite's :attr:`dataset_kind` (its
+        ``engine.toml``'s ``kinds``, where :attr:`kind_served`) gives the reason its
+        ``[unsupported]`` names under the suite's name, or a generic one; otherwise
+        :meth:`requires` answers."""
+        if self.kind_served and self.dataset_kind not in info.kinds:
+            return info.unsupported.get(self.name, f"does not serve the {self.dataset_kind} dataset (engine.toml's "
+                                                   f"kinds: {', '.join(info.kinds)})")
+        return self.requires(engine, info)
+
     @abstractmethod
     def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
         """Every benchmark id the suite records for ``engine`` under ``opts``, in run order."""
@@ -211,7 +228,7 @@ class Suite(ABC):
 
     def support(self, engine: type[Engine], info: EngineInfo) -> str:
         """The engine's cell in the generated support matrix."""
-        reason = self.requires(engine, info)
+        reason = self.refusal(engine, info)
         return f"— {reason}" if reason else "✔"
 
     # -- reports --------------------------------------------------------------------------

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import hashlib
 import statistics
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from tickbench import verify
-from tickbench.engines.base import STORAGE_SPLIT, BulkLoad, EngineInfo, MarketBulkLoad, MarketStorage, Storage
+from tickbench.engines.base import STORAGE_SPLIT, BulkLoad, EngineInfo, Storage, capability
 from tickbench.results import Memory, QueryText, Record, Stats, harness_share_ms
-from tickbench.run.cell import CellContext, Worker
+from tickbench.run.cell import CellContext, Worker, WorkerOp
 from tickbench.run.environment import drop_page_cache
+from tickbench.run.visibility import wait_settled, wait_visible
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine
@@ -79,11 +82,42 @@ def query_text(info: EngineInfo, qid: str) -> QueryText | None:
 
 
 #: The capability each bulk-load and storage cell needs of an engine, and how its absence reads
-#: (the published suite's W and SE, the market suite's M-W and M-SE).
+#: (the published suite's W and SE, the market suite's M-W and M-SE: the same capabilities).
 NEEDS: dict[str, tuple[type, str]] = {"W": (BulkLoad, "no bulk-load capability"),
                                       "SE": (Storage, "no storage capability"),
-                                      "M-W": (MarketBulkLoad, "no market bulk-load capability"),
-                                      "M-SE": (MarketStorage, "no market storage capability")}
+                                      "M-W": (BulkLoad, "no bulk-load capability"),
+                                      "M-SE": (Storage, "no storage capability")}
+
+
+def bulk_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
+    """The worker operation ``bulk`` (W, M-W): one bulk load of the dataset's bulk-load day from
+    ``fmt`` into a fresh store in ``scratch``, through tickbench's load path or (``baseline``)
+    the engine's own simplest one, timed in the engine process; the clock stops when the rows
+    are queryable."""
+    scratch = Path(msg["scratch"])
+    bulk = capability(adapter, BulkLoad)
+    load = bulk.baseline_load if msg.get("baseline") else bulk.bulk_load
+    bulk.bulk_prepare()
+    t0 = time.perf_counter_ns()
+    figures = load(msg["fmt"], scratch)
+    wait_visible(adapter)
+    rows = figures.committed_rows()
+    return {"ns": time.perf_counter_ns() - t0, "rows": rows,
+            "input_bytes": figures.input_bytes, "detail": figures.detail}
+
+
+def storage_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
+    """The worker operation ``storage`` (SE, M-SE): the bytes of the store the figure measures,
+    once the engine has settled."""
+    storage = capability(adapter, Storage)
+    storage.storage_load()  # the store SE measures, when it is not the loaded one
+    wait_visible(adapter)
+    wait_settled(adapter)  # measured on the settled store
+    return {"bytes": storage.storage_bytes()}
+
+
+#: The engine-process operations of :class:`Cells`, for a suite's ``worker_ops``.
+WORKER_OPS: dict[str, WorkerOp] = {"bulk": bulk_op, "storage": storage_op}
 
 
 def missing(engine: type[Engine], info: EngineInfo, bench: str) -> str | None:
@@ -99,14 +133,13 @@ class Cells:
     ``se_id``, over the days of ``period``)."""
 
     def __init__(self, ctx: CellContext, worker: Worker, period: list[str], w_id: str = "W",
-                 se_id: str = "SE", bulk_op: str = "bulk", storage_op: str = "storage") -> None:
+                 se_id: str = "SE") -> None:
         self.ctx = ctx
         self.worker = worker
         self.info = ctx.info
         self.protocol = ctx.protocol
         self.period = period
         self.w_id, self.se_id = w_id, se_id
-        self.bulk_op, self.storage_op = bulk_op, storage_op  # the engine-process operations they call
 
     def query(self, qid: str) -> Record:
         info, proto = self.info, self.protocol
@@ -183,7 +216,7 @@ class Cells:
 
     def _load_figures(self, fmt: str, baseline: bool) -> dict[str, Any]:
         scratch = self.ctx.workdir / "w" / ("baseline" if baseline else "tickbench") / fmt
-        r = self.worker.call(self.protocol.load_timeout_s, op=self.bulk_op, fmt=fmt, baseline=baseline,
+        r = self.worker.call(self.protocol.load_timeout_s, op="bulk", fmt=fmt, baseline=baseline,
                              scratch=str(scratch))
         seconds = r["ns"] / 1e9
         return {"seconds": seconds, "rows": r["rows"], "input_bytes": r["input_bytes"],
@@ -236,7 +269,7 @@ class Cells:
         return self.worker.attempt(self.se_id, self._se)
 
     def _se(self) -> Record:
-        measured: dict[str, int] = self.worker.call(self.protocol.load_timeout_s, op=self.storage_op)["bytes"]
+        measured: dict[str, int] = self.worker.call(self.protocol.load_timeout_s, op="storage")["bytes"]
         primary_key = next(iter(measured))
         missing_split = [k for k in STORAGE_SPLIT if k not in measured]
         if missing_split:  # every engine's SE says the same things (engines.base.storage_figures)

@@ -1,12 +1,13 @@
 """Import real market data into a tickbench dataset (SPEC §1 schema, the generator's layout).
 
-``import_dataset(fmt, paths, out)`` streams the input files through a format reader
-(:mod:`.tardis`, :mod:`.cryptofeed`, :mod:`.lobster`; :mod:`.taq` and Tardis ``quotes`` files
-make a market dataset instead, SPEC §1.3, written by :mod:`.market`), checks every row with the invariants of
-:mod:`tickbench.datasets.paper.validate`, writes the partitions, the bulk-load day's CSV and a manifest
-(``source = "import:<format>"``) into a staging directory beside ``out`` and renames it into
-place only when complete, as ``generate`` does. The benchmark parameters are derived from the
-data (:func:`derive_params`).
+Each format's reader (:mod:`.tardis`, :mod:`.cryptofeed`, :mod:`.lobster`, :mod:`.taq`) reads
+its files as rows and says which dataset kind they make (its ``produces``: a name, e.g. TAQ's and
+Tardis ``quotes`` files make the market's, SPEC §1.3); :func:`produced_kind` asks it. The kind
+writes them (:meth:`tickbench.datasets.base.DatasetKind.import_into`, chosen by
+:func:`tickbench.datasets.base.import_dataset`): it checks every row with its invariants, writes
+the partitions, the bulk-load day's CSV and a manifest (``source = "import:<format>"``) into the
+staging directory :func:`import_dataset` makes beside ``out``, which is renamed into place only
+when complete (:func:`finish_stage`), as ``generate`` does.
 """
 
 from __future__ import annotations
@@ -28,34 +29,29 @@ from tickbench.data.dataset import (
     DatasetError,
     Manifest,
     claim_stage,
-    combine_hashes,
     dataset_lock,
     remove_abandoned_stages,
 )
 from tickbench.data.derive import derive_params
-from tickbench.data.importers import cryptofeed, lobster, market, taq, tardis
+from tickbench.data.importers import cryptofeed, lobster, taq, tardis
 from tickbench.data.importers.common import Chunk, ReaderOptions
-from tickbench.data.importers.writer import (
-    POLICIES,
-    DatasetBuilder,
-    ImportFailure,
-    missing_id_hint,
-    write_bulk_csv,
-)
-from tickbench.datasets.paper.schema import TABLES
+from tickbench.data.importers.writer import POLICIES, ImportFailure
 
 Reader = Callable[[list[Path], ReaderOptions], Iterator[Chunk]]
 FORMATS: dict[str, Reader] = {"tardis": tardis.read, "cryptofeed": cryptofeed.read, "lobster": lobster.read,
                               "taq": taq.read}
-# Formats (or their files) that make a market dataset, and their readers of market rows.
+# The formats whose files can make a market dataset, and their readers of market rows.
 MARKET_READERS: dict[str, Reader] = {"taq": taq.read, "tardis": tardis.read_market}
+#: Each format's declaration of the dataset kind its files make (a kind's name).
+PRODUCES: dict[str, Callable[[list[Path]], str]] = {
+    "tardis": tardis.produces, "cryptofeed": cryptofeed.produces, "lobster": lobster.produces, "taq": taq.produces}
 CLOCKS = ("exchange", "local")
 TRADE_IDS = ("native", "sequence")
 DEFAULT_MEMORY_MB = 512
 MIN_MEMORY_MB = 16
 
-__all__ = ["CLOCKS", "FORMATS", "POLICIES", "TRADE_IDS", "ImportFailure", "ImportResult", "derive_params",
-           "import_dataset"]
+__all__ = ["CLOCKS", "FORMATS", "POLICIES", "TRADE_IDS", "ImportFailure", "ImportResult", "ImportWriter",
+           "derive_params", "import_dataset", "produced_kind"]
 
 
 @dataclass(frozen=True)
@@ -67,7 +63,13 @@ class ImportResult:
     rows_read: dict[str, int]
 
 
-def _coalesce(chunks: Iterator[Chunk], target_bytes: int) -> Iterator[Chunk]:
+#: A dataset kind's writer of imported rows (:meth:`tickbench.datasets.base.DatasetKind.import_into`):
+#: ``(fmt, paths, out, stage, opts, limit, sample, trade_ids)``; it reads ``paths`` with ``fmt``'s
+#: reader, writes the dataset into ``stage`` and ends with :func:`finish_stage`.
+ImportWriter = Callable[[str, list[Path], Path, Path, ReaderOptions, int, int | None, str], ImportResult]
+
+
+def coalesce(chunks: Iterator[Chunk], target_bytes: int) -> Iterator[Chunk]:
     """Join consecutive small chunks of one table and file up to ``target_bytes``: the reader's
     blocks are small to bound its memory, the checks cost a fixed overhead per call."""
     held: list[Chunk] = []
@@ -83,24 +85,26 @@ def _coalesce(chunks: Iterator[Chunk], target_bytes: int) -> Iterator[Chunk]:
         yield Chunk(held[0].table, pl.concat([h.df for h in held]), held[0].source)
 
 
-def _import_market(fmt: str, paths: list[Path], out: Path, stage: Path, opts: ReaderOptions, limit: int,
-                   sample: int | None, trade_ids: str) -> ImportResult:
-    """A market dataset (SPEC §1.3) from quotes and trades files, into ``stage``, then ``out``."""
-    if sample is not None:
-        raise DatasetError("--sample: a market dataset keeps every quote (the option samples order books)")
-    builder = market.MarketBuilder(stage, opts.policy)
-    for chunk in _coalesce(market.chunks_of({"quotes", "trades"}, MARKET_READERS[fmt](paths, opts)), limit // 16):
-        builder.add(chunk)
-    builder.dropped.update(opts.dropped)  # rows a reader left out itself (TAQ's corrected trades)
-    manifest = builder.finish(fmt, {"files": sorted(p.name for p in paths), "policy": opts.policy,
-                                    "clock": opts.clock, "trade_ids": trade_ids, **opts.notes})
-    shutil.rmtree(stage / ".spill", ignore_errors=True)
+def finish_stage(stage: Path, out: Path, manifest: Manifest) -> None:
+    """The complete dataset in ``stage``: its manifest written last, then renamed into ``out``."""
     (stage / "manifest.json").write_text(manifest.to_json())
-    (stage / STAGE_OWNER).unlink()
+    (stage / STAGE_OWNER).unlink()  # not part of the dataset
     if out.exists():
         out.rmdir()
     os.replace(stage, out)
-    return ImportResult(manifest, dict(builder.dropped), dict(builder.rows_in))
+
+
+def produced_kind(fmt: str, paths: list[Path]) -> str:
+    """The dataset kind ``paths`` (files in format ``fmt``) make, as the format's reader declares
+    it; :class:`DatasetError` for an unknown format or a missing file."""
+    if fmt not in PRODUCES:
+        raise DatasetError(f"format {fmt!r}: must be one of {', '.join(FORMATS)}")
+    if not paths:
+        raise DatasetError("no input files given")
+    for p in paths:
+        if not Path(p).is_file():
+            raise DatasetError(f"{p}: no such file")
+    return PRODUCES[fmt]([Path(p) for p in paths])
 
 
 def _check_out(out: Path) -> None:
@@ -108,17 +112,19 @@ def _check_out(out: Path) -> None:
         raise DatasetError(f"--out {out}: exists and is not an empty directory; choose a new one")
 
 
-def import_dataset(fmt: str, paths: list[Path], out: Path, **options: Any) -> ImportResult:
+def import_dataset(fmt: str, paths: list[Path], out: Path, write: ImportWriter, **options: Any) -> ImportResult:
     """:func:`_import_dataset` holding ``out``'s lock (:func:`~tickbench.data.dataset.dataset_lock`):
-    a second import or a generation into the same place is refused, naming the first."""
+    a second import or a generation into the same place is refused, naming the first. ``write``
+    is the kind's writer (:func:`tickbench.datasets.base.import_dataset` picks it)."""
     with dataset_lock(Path(out), "importing"):
-        return _import_dataset(fmt, paths, out, **options)
+        return _import_dataset(fmt, paths, out, write, **options)
 
 
 def _import_dataset(
     fmt: str,
     paths: list[Path],
     out: Path,
+    write: ImportWriter,
     policy: str = "fail",
     sample: int | None = None,
     memory_limit_mb: int = DEFAULT_MEMORY_MB,
@@ -126,7 +132,8 @@ def _import_dataset(
     trade_ids: str = "native",
     progress: Callable[[str, int, int], None] | None = None,
 ) -> ImportResult:
-    """Convert ``paths`` (files in format ``fmt``) into a dataset at ``out``; see the module doc.
+    """Convert ``paths`` (files in format ``fmt``) into a dataset at ``out`` with ``write``; see
+    the module doc.
 
     Raises :class:`DatasetError` for bad arguments or unreadable input and
     :class:`ImportFailure` (a DatasetError) for the first bad row under ``policy="fail"``; in
@@ -157,41 +164,12 @@ def _import_dataset(
     # beside the buffered output (a quarter) and the Parquet/CSV writers' row groups
     opts = ReaderOptions(sample=sample, clock=clock, trade_ids=trade_ids, block_bytes=max(limit // 160, 1 << 16),
                    progress=progress, policy=policy)
-    is_market = fmt == "taq" or (fmt == "tardis" and tardis.is_market(paths))
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned_stages(out)  # of an import (or generation) into ``out`` that was killed
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
         claim_stage(stage)
-        if is_market:
-            return _import_market(fmt, paths, out, stage, opts, limit, sample, trade_ids)
-        builder = DatasetBuilder(stage, policy, limit, hint=missing_id_hint)
-        for chunk in _coalesce(FORMATS[fmt](paths, opts), limit // 16):
-            builder.add(chunk.table, chunk.df, chunk.source)
-        entries = builder.finish()
-        builder.dropped.update(opts.dropped)  # book updates the readers dropped themselves
-        params = derive_params(entries)
-        # Both tables' CSV, a header alone where the bulk-load day has none of a table's rows:
-        # W loads both tables from every dataset.
-        csv_info = {table: write_bulk_csv(stage, table, params["bulk_day"], entries, max(limit // 16_000, 1024))
-                    for table in TABLES}
-        manifest = Manifest(
-            scale=1.0, seed=0, symbols=0, content_hash=combine_hashes({e["path"]: e["hash"] for e in entries}),
-            partitions=entries, csv=csv_info, params=params, source=f"import:{fmt}", generator_version="",
-            extra={"import": {
-                "format": fmt, "files": sorted(p.name for p in paths), "policy": policy,
-                "sample": sample, "clock": clock, "trade_ids": trade_ids,
-                "rows_read": dict(builder.rows_in), "dropped": dict(builder.dropped),
-                "levels": "20 real levels per side in every row (rows with fewer were reported)",
-                **opts.notes,
-            }},
-        )
-        (stage / "manifest.json").write_text(manifest.to_json())
-        (stage / STAGE_OWNER).unlink()  # not part of the dataset
-        if out.exists():
-            out.rmdir()
-        os.replace(stage, out)
-        return ImportResult(manifest, dict(builder.dropped), dict(builder.rows_in))
+        return write(fmt, paths, out, stage, opts, limit, sample, trade_ids)
     except (OSError, pl.exceptions.PolarsError, pa.ArrowException) as exc:
         if not _disk_full(exc):
             raise

@@ -109,6 +109,11 @@ def _to_ns(df: pl.DataFrame, col: str) -> tuple[pl.Series, pl.Series]:
     return ns.alias(col), bad.alias(BAD_COL)
 
 
+def produces(paths: list[Path]) -> str:
+    """The dataset kind these files make (its name; the datasets' importer writes it)."""
+    return "paper"
+
+
 def read(paths: list[Path], opts: ReaderOptions) -> Iterator[Chunk]:
     """Every file's rows as SPEC rows; files of one kind are read in name order."""
     kinds = {p: kind(p) for p in paths}

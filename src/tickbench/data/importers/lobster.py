@@ -73,6 +73,11 @@ def _parse(path: Path) -> re.Match[str]:
     return m
 
 
+def produces(paths: list[Path]) -> str:
+    """The dataset kind these files make (its name; the datasets' importer writes it)."""
+    return "paper"
+
+
 def read(paths: list[Path], opts: ReaderOptions) -> Iterator[Chunk]:
     """Pair the message and orderbook files and read them in lock step, in name order."""
     pairs: dict[str, dict[str, Path]] = {}

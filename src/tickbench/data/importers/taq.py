@@ -214,6 +214,11 @@ def _plain(value: str, number: bool = False) -> str:
     return shown(value[:20])
 
 
+def produces(paths: list[Path]) -> str:
+    """The dataset kind these files make (its name; the datasets' importer writes it)."""
+    return "market"
+
+
 def read(paths: list[Path], opts: ReaderOptions) -> Iterator[Chunk]:
     """Every file's records as market rows; files of one kind in day order."""
     files = sorted(((kind(p), day_of(p), p.name, p) for p in paths), key=lambda k: (k[0], k[1], k[2]))

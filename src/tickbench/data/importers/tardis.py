@@ -92,9 +92,10 @@ def kind(path: Path) -> str:
                        f"(header {','.join(cols[:8])}…)")
 
 
-def is_market(paths: list[Path]) -> bool:
-    """Whether ``paths`` make a market dataset (a ``quotes`` file among them)."""
-    return any(kind(p) == "quotes" for p in paths)
+def produces(paths: list[Path]) -> str:
+    """The dataset kind these files make (its name; the datasets' importer writes it): a quotes
+    file among them makes the market's (SPEC §1.3), trades and book files the paper's."""
+    return "market" if any(kind(p) == "quotes" for p in paths) else "paper"
 
 
 def read_market(paths: list[Path], opts: ReaderOptions) -> Iterator[Chunk]:

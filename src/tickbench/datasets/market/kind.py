@@ -15,7 +15,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
@@ -46,6 +46,9 @@ from tickbench.datasets.market.params import MarketParams, market_params
 from tickbench.datasets.market.schema import INSTRUMENTS_PATH, MARKET_ROW_GROUP, MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.datasets.market.validate import validate_market
 
+if TYPE_CHECKING:
+    from tickbench.data.importers import ImportResult
+    from tickbench.data.importers.common import ReaderOptions
 
 def market_task(args: tuple[int, mc.Block, int, float, str]) -> dict[str, Any]:
     """Generate one block (a day's part file per table) of the market dataset into the staging
@@ -179,6 +182,13 @@ class MarketKind:
     def answer(self, qid: str, dataset: Dataset, params: RunParams) -> pl.DataFrame:
         assert isinstance(params, MarketParams)
         return reference.answer(qid, dataset, params)
+
+
+    def import_into(self, fmt: str, paths: list[Path], out: Path, stage: Path, opts: ReaderOptions, limit: int,
+                    sample: int | None, trade_ids: str) -> ImportResult:
+        from tickbench.datasets.market.importer import write_market  # the importers load only for an import
+
+        return write_market(fmt, paths, out, stage, opts, limit, sample, trade_ids)
 
 
 KIND: DatasetKind = MarketKind()

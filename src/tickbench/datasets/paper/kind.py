@@ -18,7 +18,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
@@ -52,6 +52,10 @@ from tickbench.datasets.paper.validate import validate_paper
 
 MAX_SYMBOLS = 10_000
 
+
+if TYPE_CHECKING:
+    from tickbench.data.importers import ImportResult
+    from tickbench.data.importers.common import ReaderOptions
 
 def default_params() -> dict[str, Any]:
     """The benchmark parameters of SPEC §2 for the generated calendar."""
@@ -174,6 +178,13 @@ class PaperKind:
     def answer(self, qid: str, dataset: Dataset, params: RunParams) -> pl.DataFrame:
         assert isinstance(params, QueryParams)
         return reference.answer(qid, dataset, params)
+
+
+    def import_into(self, fmt: str, paths: list[Path], out: Path, stage: Path, opts: ReaderOptions, limit: int,
+                    sample: int | None, trade_ids: str) -> ImportResult:
+        from tickbench.datasets.paper.importer import write_paper  # the importers load only for an import
+
+        return write_paper(fmt, paths, out, stage, opts, limit, sample, trade_ids)
 
 
 KIND: DatasetKind = PaperKind()

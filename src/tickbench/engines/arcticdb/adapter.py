@@ -54,11 +54,13 @@ from tickbench.engines.base import (
     EngineInfo,
     Ingest,
     IngestClient,
+    IngestReader,
     LoadFigures,
     SharedReaders,
     Storage,
     StreamTarget,
     by_kind,
+    whole_store,
 )
 
 QueryFn = Callable[[Store, dict[str, Any]], pl.DataFrame]
@@ -152,7 +154,7 @@ class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest, SharedReaders):
                 written.append(symbol_name(table, sym))
         return written
 
-    def load(self) -> int:
+    def _load_paper(self) -> int:
         store = self._store()
         symbols = self._write_days(store.lib, self.params.load_days())
         self.store = Store.open(store.lib)
@@ -192,7 +194,7 @@ class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest, SharedReaders):
         data_bytes = self.dataset.sizes([self.dataset.bulk_day])["parquet_bytes"]
         return root, *self._open(root, data_bytes)
 
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         """tickbench's path: parse, split per instrument, sort, write in whole segments."""
         _, _, lib = self._fresh(scratch, f"w_{fmt}")
         nbytes = 0
@@ -208,7 +210,7 @@ class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest, SharedReaders):
         return LoadFigures(rows=stored_rows(lib, symbols), input_bytes=nbytes,
                            detail={"symbols": len(symbols), "durability": W_DURABILITY})
 
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         """ArcticDB's plain path: one ``lib.write(table, df)`` per table of the same parsed data."""
         _, _, lib = self._fresh(scratch, f"baseline_{fmt}")
         nbytes = 0
@@ -221,7 +223,7 @@ class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest, SharedReaders):
         return LoadFigures(rows=stored_rows(lib, list(TABLES)), input_bytes=nbytes,
                            detail={"durability": W_DURABILITY})
 
-    def storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_paper(self) -> dict[str, int]:
         """SE: the 30-day period alone, written the same way into a fresh LMDB directory."""
         root = self.workdir / "se"
         shutil.rmtree(root, ignore_errors=True)
@@ -233,7 +235,7 @@ class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest, SharedReaders):
 
     # -- ingest (tick-latency, stream, durability): see ingest.py and README "Ingest" ----------
 
-    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+    def _ingest_open_paper(self, store: Path, durability: str | None = None) -> None:
         """Open (or create) the ingest store: an ArcticDB library of its own under ``store``."""
         self.durability_setting(durability)
         if self.ingest is not None:
@@ -248,22 +250,56 @@ class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest, SharedReaders):
     def ingest_client(self) -> IngestClient:
         return Writer(self._ingest())
 
-    def ingest_stream_target(self) -> StreamTarget:
+    def _ingest_stream_target_paper(self) -> StreamTarget:
         return FramesTarget(self._ingest())
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         return self._ingest().read(table, sym)
 
-    def ingest_count(self, table: str) -> int:
+    def _ingest_count_paper(self, table: str, upto_ns: int | None = None) -> int:
+        whole_store(upto_ns)
         return self._ingest().count(table)
 
     def ingest_latest(self) -> pa.Table:
         return self._ingest().latest()
 
-    def ingest_close(self) -> None:
+    def _ingest_close_paper(self) -> None:
         if self.ingest is not None:
             self.ingest.close()
             self.ingest = None
+
+    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
+
+    def load(self) -> int:
+        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
+
+    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        return by_kind(self.dataset, paper=self._bulk_load_paper, market=self._bulk_load_market)(fmt, scratch)
+
+    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        return by_kind(self.dataset, paper=self._baseline_load_paper,
+                       market=self._baseline_load_market)(fmt, scratch)
+
+    def storage_bytes(self) -> dict[str, int]:
+        return by_kind(self.dataset, paper=self._storage_bytes_paper, market=self._storage_bytes_market)()
+
+    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+        setting = self.durability_setting(durability)  # one setting path for every kind
+        by_kind(self.dataset, paper=lambda: self._ingest_open_paper(store, setting),
+                market=lambda: self._ingest_open_market(store, setting))()
+
+    def ingest_stream_target(self) -> StreamTarget:
+        return by_kind(self.dataset, paper=self._ingest_stream_target_paper,
+                       market=self._ingest_stream_target_market)()
+
+    def ingest_count(self, table: str, upto_ns: int | None = None) -> int:
+        return by_kind(self.dataset, paper=self._ingest_count_paper, market=self._ingest_count_market)(table, upto_ns)
+
+    def ingest_close(self) -> None:
+        by_kind(self.dataset, paper=self._ingest_close_paper, market=self._ingest_close_market)()
+
+    def ingest_reader(self) -> IngestReader:
+        return by_kind(self.dataset, market=self._ingest_reader_market)()  # the market's during-ingest cell alone
 
     def settings(self) -> dict[str, Any]:
         store = self._store()

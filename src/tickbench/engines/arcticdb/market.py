@@ -64,14 +64,11 @@ from tickbench.engines.arcticdb.writes import (
     write_symbol,
 )
 from tickbench.engines.base import (
+    IngestReader,
     LoadFigures,
-    Market,
-    MarketBulkLoad,
-    MarketIngest,
-    MarketReader,
-    MarketStorage,
     StreamTarget,
     by_kind,
+    upto_all,
 )
 
 TABLES = ("quotes", "trades")
@@ -177,7 +174,7 @@ class MarketStore:
         return out
 
 
-class _Reader(MarketReader):
+class _Reader(IngestReader):
     """One user's reader of the market ingest store: a :class:`MarketStore` of its own per query
     over the symbols written so far. LMDB allows one open environment per path in a process, so
     the users share the store's Arctic instance and libraries (ArcticDB reads from several
@@ -193,12 +190,13 @@ class _Reader(MarketReader):
         return frame.to_arrow()
 
 
-class ArcticMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
-    """The market capabilities of the ArcticDB adapter."""
+class ArcticMarket:
+    """The ArcticDB adapter's part for the market dataset (the adapter picks these methods for a
+    market dataset with ``by_kind``)."""
 
     # Not declared visible on commit: a payload is one append per instrument, committed symbol by
     # symbol, so the watcher measures when all of a payload's rows are visible.
-    market_ingest_one_process: ClassVar[str] = (
+    ingest_one_process: ClassVar[str] = (
         "tickbench's ArcticDB ingest store learns the symbols it writes in the writing process (LMDB itself "
         "admits writers in other processes; not used yet): writers and watcher are threads of the engine's "
         "process")
@@ -296,7 +294,7 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         for key in sorted(groups):
             yield pl.read_parquet([str(p) for p in groups[key]])
 
-    def load_market(self) -> int:
+    def _load_market(self) -> int:
         """Write the instruments, then each table a block of instruments at a time, one symbol per
         instrument in whole-segment writes (each an LMDB commit, fsynced)."""
         days = self.params.load_days()
@@ -330,7 +328,7 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         assert isinstance(frame, pl.DataFrame)
         return frame, size
 
-    def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         """tickbench's path: parse day D, split per instrument, write each in the store's order."""
         root = scratch / f"market_w_{fmt}"
         shutil.rmtree(root, ignore_errors=True)
@@ -343,7 +341,7 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         return LoadFigures(rows=rows, input_bytes=sum(n for _, n in sources.values()),
                            detail={"symbols": len(written), "durability": W_DURABILITY})
 
-    def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         """ArcticDB's plain path: one ``lib.write(table, df)`` per table, in time order."""
         root = scratch / f"market_baseline_{fmt}"
         shutil.rmtree(root, ignore_errors=True)
@@ -359,7 +357,7 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         del ac
         return LoadFigures(rows=rows, input_bytes=nbytes, detail={"durability": W_DURABILITY})
 
-    def market_storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_market(self) -> dict[str, int]:
         """M-SE: the market LMDB directory, which holds the loaded 20 days and nothing else."""
         return lmdb_bytes(self.market_root)
 
@@ -383,12 +381,13 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         self.run_query(qid)  # type: ignore[attr-defined]
         return "\n".join(self._market_store().reads)
 
-    # -- queries during ingest (MarketIngest) ------------------------------------------------
+    # -- queries during ingest (Ingest) -----------------------------------------------------
 
-    def market_ingest_open(self, store: Path) -> None:
+    def _ingest_open_market(self, store: Path, setting: str) -> None:
         """An LMDB directory of its own at ``store`` (the loaded market's stays open beside it)
         with the market's libraries: the instruments written as the load writes them, quotes and
-        trades without a symbol until their first rows arrive."""
+        trades without a symbol until their first rows arrive; ``setting`` is ArcticDB's one
+        (LMDB's commit), as the paper's store's."""
         if self.market_ingest is not None:
             raise RuntimeError("a market ingest store is already open")
         ingest = IngestStore(store, INGEST)
@@ -402,16 +401,16 @@ class ArcticMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
             raise RuntimeError("the market ingest store is not open")
         return self.market_ingest
 
-    def market_ingest_target(self) -> StreamTarget:
+    def _ingest_stream_target_market(self) -> StreamTarget:
         return FramesTarget(self._market_ingest())
 
-    def market_ingest_count(self, table: str, upto_ns: int) -> int:
-        return self._market_ingest().count_upto(table, upto_ns)
+    def _ingest_count_market(self, table: str, upto_ns: int | None = None) -> int:
+        return self._market_ingest().count_upto(table, upto_all(upto_ns))
 
-    def market_ingest_reader(self) -> MarketReader:
+    def _ingest_reader_market(self) -> IngestReader:
         return _Reader(self._market_ingest(), self._module)
 
-    def market_ingest_close(self) -> None:
+    def _ingest_close_market(self) -> None:
         if self.market_ingest is not None:
             self.market_ingest.close()
             self.market_ingest = None

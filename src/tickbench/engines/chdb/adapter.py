@@ -32,11 +32,14 @@ from tickbench.engines.base import (
     EngineUnavailable,
     Ingest,
     IngestClient,
+    IngestReader,
     LoadFigures,
     ProcessClients,
     Storage,
     StreamTarget,
+    by_kind,
     storage_figures,
+    whole_store,
 )
 from tickbench.engines.chdb.ingest import INGEST_DB, INGEST_INSERT, ArrowStreamTarget, Writer
 from tickbench.engines.chdb.market import ChdbMarket
@@ -127,6 +130,12 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, Chd
     # Each mode acknowledges an insert once its part's files are written: a killed process
     # loses none of them (only "fsync" also survives losing the page cache, a machine crash).
     ingest_durable: ClassVar[frozenset[str]] = frozenset(ingest_durability)
+    # async_insert off: an INSERT returns once its part is committed, and a new query sees it.
+    ingest_visible_on_commit: ClassVar[bool] = True
+    ingest_one_process: ClassVar[str] = (
+        "chDB embeds one ClickHouse engine per process on its data path, and a second process cannot open that "
+        "path while it is open (\"Error initializing EmbeddedServer\"): writers and watcher are threads of the "
+        "engine's process")
     users_limit: ClassVar[str] = (
         "one process per store: chDB hosts one embedded engine per process, bound to one path, and a second "
         "process cannot open a path in use (ClickHouse locks its status file); within the process any number "
@@ -222,7 +231,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, Chd
     def _rows(self, db: str) -> int:
         return sum(self._scalars(COUNT, {"db": db, "table": t})[0] for t in TABLES)
 
-    def load(self) -> int:
+    def _load_paper(self) -> int:
         days = self.params.load_days()
         for table in TABLES:
             self._sql(DROP_TABLE, {"db": DB, "table": table})
@@ -305,7 +314,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, Chd
         for table in TABLES:
             self._sql(SET_FSYNC, {"db": db, "table": table, "on": 1})
 
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         """W: the bulk-load day into a fresh database ``w_<fmt>`` with tickbench's schema,
         through ``INSERT … SELECT FROM file()``, one part per day and table as the query store;
         committed (its parts active) on return. ``scratch`` is not used: a second chDB session
@@ -317,7 +326,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, Chd
         self._merge_split_days(db)
         return self._figures(db, nbytes)
 
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         """ClickHouse's own plain path: a MergeTree table with the schema it infers from the
         file and default settings, then ``INSERT … SELECT * FROM file()``."""
         db, files = f"baseline_{fmt}", {t: self._day_files(t, fmt) for t in TABLES}
@@ -338,7 +347,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, Chd
             nbytes += sum(f.stat().st_size for f in files[table])
         return self._figures(db, nbytes)
 
-    def storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_paper(self) -> dict[str, int]:
         """SE: bytes on disk of the active parts of the 30-day period's daily partitions of the
         query store, as the load left them (one merged part per partition and table)."""
         month = {"db": DB, "partitions": [d.replace("-", "") for d in self.params.days("month")]}
@@ -347,6 +356,39 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, Chd
         # MergeTree writes parts straight to disk: no write-ahead log to count.
         return storage_figures("parts_bytes_on_disk", disk - index, index, 0, active_parts=parts,
                                merges_running=merging)
+
+    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
+
+    def load(self) -> int:
+        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
+
+    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        return by_kind(self.dataset, paper=self._bulk_load_paper, market=self._bulk_load_market)(fmt, scratch)
+
+    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        return by_kind(self.dataset, paper=self._baseline_load_paper,
+                       market=self._baseline_load_market)(fmt, scratch)
+
+    def storage_bytes(self) -> dict[str, int]:
+        return by_kind(self.dataset, paper=self._storage_bytes_paper, market=self._storage_bytes_market)()
+
+    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+        setting = self.durability_setting(durability)  # one setting path for every kind
+        by_kind(self.dataset, paper=lambda: self._ingest_open_paper(store, setting),
+                market=lambda: self._ingest_open_market(store, setting))()
+
+    def ingest_stream_target(self) -> StreamTarget:
+        return by_kind(self.dataset, paper=self._ingest_stream_target_paper,
+                       market=self._ingest_stream_target_market)()
+
+    def ingest_count(self, table: str, upto_ns: int | None = None) -> int:
+        return by_kind(self.dataset, paper=self._ingest_count_paper, market=self._ingest_count_market)(table, upto_ns)
+
+    def ingest_close(self) -> None:
+        by_kind(self.dataset, paper=self._ingest_close_paper, market=self._ingest_close_market)()
+
+    def ingest_reader(self) -> IngestReader:
+        return by_kind(self.dataset, market=self._ingest_reader_market)()  # the market's during-ingest cell alone
 
     def settings(self) -> dict[str, Any]:
         rows = self._sql(SETTINGS, fmt="ArrowTable").to_pylist()
@@ -360,7 +402,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, Chd
 
     # -- ingest -------------------------------------------------------------------------------
 
-    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+    def _ingest_open_paper(self, store: Path, durability: str | None = None) -> None:
         """Open database ``tickbench_ingest`` in the session already open (one session path per
         process), else in the session path the store's marker names, else in a new session
         at ``<store>/chdb``; create it afresh unless the store's marker names that very
@@ -397,7 +439,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, Chd
             for table in TABLES:
                 self._ingest_sql(SET_FSYNC, {"db": INGEST_DB, "table": table, "on": FSYNC[mode]})
         except BaseException:
-            self.ingest_close()
+            self._ingest_close_paper()
             raise
 
     def _ingest_sql(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
@@ -420,7 +462,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, Chd
             raise RuntimeError("the ingest store is not open")
         return Writer(Connection(self.ingest_conn), self.ingest_mode)
 
-    def ingest_stream_target(self) -> StreamTarget:
+    def _ingest_stream_target_paper(self) -> StreamTarget:
         if self.ingest_conn is None:
             raise RuntimeError("the ingest store is not open")
         inserts = {t: INGEST_INSERT[t, self.ingest_mode] for t in TABLES}
@@ -429,14 +471,15 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, Chd
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         return self._ingest_sql(INGEST_READ[table], {"db": INGEST_DB, "sym": sym})
 
-    def ingest_count(self, table: str) -> int:
+    def _ingest_count_paper(self, table: str, upto_ns: int | None = None) -> int:
+        whole_store(upto_ns)
         rows = self._ingest_sql(COUNT, {"db": INGEST_DB, "table": table}).to_pylist()
         return int(next(iter(rows[0].values())))
 
     def ingest_latest(self) -> pa.Table:
         return self._ingest_sql(INGEST_LATEST, {"db": INGEST_DB})
 
-    def ingest_close(self) -> None:
+    def _ingest_close_paper(self) -> None:
         """Close the ingest connections; the last one to close ends a session opened for the
         store (its data stays on disk), while the adapter's own session stays open."""
         for conn in reversed(getattr(self, "_ingest_open", [])):

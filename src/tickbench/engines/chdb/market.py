@@ -9,7 +9,7 @@ its own."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from chdb.state.sqlitelike import Connection
@@ -18,14 +18,11 @@ from tickbench.data.dataset import inside
 from tickbench.datasets.market.schema import INSTRUMENTS_PATH, MARKET_SCHEMAS
 from tickbench.engines.base import (
     EngineInfo,
+    IngestReader,
     LoadFigures,
-    Market,
-    MarketBulkLoad,
-    MarketIngest,
-    MarketReader,
-    MarketStorage,
     StreamTarget,
     storage_figures,
+    upto_all,
 )
 from tickbench.engines.chdb import statements as ch
 from tickbench.engines.chdb.ingest import ArrowStreamTarget
@@ -59,7 +56,7 @@ MARKET_PARTS = (
 )
 
 
-class _Reader(MarketReader):
+class _Reader(IngestReader):
     """One user's own chDB connection to the session path, using the market ingest database
     (``USE`` is per connection): chDB runs different connections' queries concurrently, so
     the users are not serialised as the adapter's one session serialises its copies."""
@@ -79,16 +76,10 @@ class _Reader(MarketReader):
         self.conn.close()
 
 
-class ChdbMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
+class ChdbMarket:
     """The market capabilities for :class:`tickbench.engines.chdb.adapter.Adapter` (which
     inherits this), on its session's ``_sql``."""
 
-    # async_insert off: an INSERT returns once its part is committed, and a new query sees it.
-    market_ingest_visible_on_commit: ClassVar[bool] = True
-    market_ingest_one_process: ClassVar[str] = (
-        "chDB embeds one ClickHouse engine per process on its data path, and a second process cannot open that "
-        "path while it is open (\"Error initializing EmbeddedServer\"): writers and watcher are threads of the "
-        "engine's process")
     market_ingest_conn: str | None = None  # the session's connection string while the store is open
 
     if TYPE_CHECKING:  # the Adapter's, which inherits this
@@ -103,6 +94,8 @@ class ChdbMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         def _scalars(self, sql: str, params: dict[str, Any] | None = None) -> list[int]: ...
 
         def _glob(self, files: list[Path]) -> str: ...
+
+        def default_setting_only(self, setting: str) -> None: ...
 
     def _market_create(self, db: str) -> None:
         """``db`` with the market tables, empty (the tables of an earlier load dropped)."""
@@ -125,7 +118,7 @@ class ChdbMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
     def _market_rows(self, db: str, tables: tuple[str, ...]) -> int:
         return sum(self._scalars(ch.COUNT, {"db": db, "table": t})[0] for t in tables)
 
-    def load_market(self) -> int:
+    def _load_market(self) -> int:
         """The instruments, then each day of ``load_days()`` of quotes and trades, a day per
         INSERT (one part per daily partition); returns when the parts are active."""
         self._market_create(ch.DB)
@@ -150,7 +143,7 @@ class ChdbMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
                            detail={"database": db, "bytes_on_disk": disk, "active_parts": parts,
                                    "durability": ch.W_DURABILITY})
 
-    def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         """M-W: day D's quotes and trades into a fresh database ``mw_<fmt>`` with the market
         schema, through the query store's path (``INSERT … SELECT FROM file()``, one part per
         table), each part fsynced before its INSERT returns. ``scratch`` is not used: a second
@@ -164,7 +157,7 @@ class ChdbMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         self._market_merge_split_days(db)
         return self._market_figures(db, nbytes)
 
-    def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         """ClickHouse's own plain path: a MergeTree table of the schema it infers from the file,
         ``ORDER BY tuple()``, default settings, then ``INSERT … SELECT * FROM file()``."""
         db, files = f"mw_baseline_{fmt}", {t: self._market_day_files(t, fmt) for t in DAY_TABLES}
@@ -186,7 +179,7 @@ class ChdbMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
             nbytes += sum(f.stat().st_size for f in files[table])
         return self._market_figures(db, nbytes)
 
-    def market_storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_market(self) -> dict[str, int]:
         """M-SE: bytes on disk of the active parts of the market tables (the 20 days' daily
         partitions of quotes and trades, and the instruments' one part), as the load left them."""
         disk, parts, _, index = self._scalars(MARKET_PARTS, {"db": ch.DB, "tables": list(MARKET_TABLES)})
@@ -196,12 +189,14 @@ class ChdbMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         return storage_figures("parts_bytes_on_disk", disk - index, index, 0, quotes_trades_bytes_on_disk=days,
                                active_parts=parts, quotes_trades_active_parts=day_parts, merges_running=merging)
 
-    # -- queries during ingest (MarketIngest) ------------------------------------------------
+    # -- queries during ingest (Ingest) -----------------------------------------------------
 
-    def market_ingest_open(self, store: Path) -> None:
+    def _ingest_open_market(self, store: Path, setting: str) -> None:
         """Database ``tickbench_market_ingest`` in the process's session, beside the loaded
         ``tickbench`` (one chDB session path per process), made afresh with the market schema
-        and the instruments; its parts live under the session path, ``store`` stays empty."""
+        and the instruments; its parts live under the session path, ``store`` stays empty. It is
+        written under the default setting alone (as the paper's store's ``default``)."""
+        self.default_setting_only(setting)
         if self.market_ingest_conn is not None:
             raise RuntimeError("a market ingest store is already open")
         if self.session_conn is None:
@@ -217,17 +212,17 @@ class ChdbMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
             raise RuntimeError("the market ingest store is not open")
         return self.market_ingest_conn
 
-    def market_ingest_target(self) -> StreamTarget:
+    def _ingest_stream_target_market(self) -> StreamTarget:
         return ArrowStreamTarget(self._market_ingest(), INGEST_INSERT, {t: MARKET_SCHEMAS[t] for t in DAY_TABLES})
 
-    def market_ingest_count(self, table: str, upto_ns: int) -> int:
+    def _ingest_count_market(self, table: str, upto_ns: int | None = None) -> int:
         self._market_ingest()
-        return self._scalars(INGEST_COUNT, {"db": INGEST_DB, "table": table, "upto": upto_ns})[0]
+        return self._scalars(INGEST_COUNT, {"db": INGEST_DB, "table": table, "upto": upto_all(upto_ns)})[0]
 
-    def market_ingest_reader(self) -> MarketReader:
+    def _ingest_reader_market(self) -> IngestReader:
         return _Reader(self.info, self._market_ingest())
 
-    def market_ingest_close(self) -> None:
+    def _ingest_close_market(self) -> None:
         """Drop the store's database (the suite deletes the store after it; its parts live in
         the session, not in ``store``)."""
         if self.market_ingest_conn is not None:

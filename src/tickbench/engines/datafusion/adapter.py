@@ -149,7 +149,7 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
         fsync_path(store / VENUES)
         return _count_rows(store)
 
-    def load(self) -> int:
+    def _load_paper(self) -> int:
         self._ctx()
         rows = self._write_store(self.store, self.params.load_days())
         self.ctx = self._open()  # a fresh session lists the files just written
@@ -180,7 +180,7 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
         store.mkdir(parents=True, exist_ok=True)
         return store
 
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         store = self._fresh(scratch)
         ctx = session()
         day = self.dataset.bulk_day
@@ -205,7 +205,7 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
                            detail={"durability": DURABILITY,
                                    "layout": f"day={day}/{PART_FILE} per table, sorted by ({', '.join(SORT_KEY)})"})
 
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         """DataFusion's simplest path: each file read with an inferred schema and written as one
         Parquet file with the writer's defaults, unsorted, then fsynced."""
         scratch.mkdir(parents=True, exist_ok=True)
@@ -224,7 +224,7 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
         rows = write_baseline(sources, scratch)
         return LoadFigures(rows=rows, input_bytes=nbytes, detail={"durability": DURABILITY})
 
-    def storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_paper(self) -> dict[str, int]:
         """The loaded store's files of the 30-day period (its day=<date> directories, the venues
         table's included)."""
         total = 0
@@ -233,6 +233,21 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
                 total += sum(f.stat().st_size for f in day_dir(self.store, table, day).glob("*.parquet"))
         # Parquet keeps its page index and statistics in each file's footer: all of it is data.
         return storage_figures("parquet_files", total, 0, 0)
+
+    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
+
+    def load(self) -> int:
+        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
+
+    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        return by_kind(self.dataset, paper=self._bulk_load_paper, market=self._bulk_load_market)(fmt, scratch)
+
+    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        return by_kind(self.dataset, paper=self._baseline_load_paper,
+                       market=self._baseline_load_market)(fmt, scratch)
+
+    def storage_bytes(self) -> dict[str, int]:
+        return by_kind(self.dataset, paper=self._storage_bytes_paper, market=self._storage_bytes_market)()
 
     def settings(self) -> dict[str, Any]:
         ctx = self._ctx()

@@ -22,7 +22,7 @@ from datafusion.expr import SortExpr
 from tickbench.data.dataset import Dataset
 from tickbench.datasets.market.params import MarketParams
 from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
-from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage, storage_figures
+from tickbench.engines.base import LoadFigures, storage_figures
 from tickbench.engines.datafusion import store as st
 
 # Pages of at most 2,048 rows: a day's file is sorted by sym and a basket's instrument holds a few
@@ -92,10 +92,10 @@ def _bytes(store: Path) -> int:
     return sum(f.stat().st_size for f in store.rglob("*.parquet"))
 
 
-class DataFusionMarket(Market, MarketBulkLoad, MarketStorage):
-    """The market capabilities of the DataFusion adapter (mixed into ``Adapter``, which provides
-    the session, the dataset and the parameters, and registers :func:`register_market`'s tables
-    when it opens a session on a market dataset)."""
+class DataFusionMarket:
+    """The DataFusion adapter's part for the market dataset, picked by ``by_kind`` (mixed into
+    ``Adapter``, which provides the session, the dataset and the parameters, and registers
+    :func:`register_market`'s tables when it opens a session on a market dataset)."""
 
     dataset: Dataset
     workdir: Path
@@ -126,7 +126,7 @@ class DataFusionMarket(Market, MarketBulkLoad, MarketStorage):
             (store / table).mkdir(parents=True, exist_ok=True)
             st.fsync_path(store / table)
 
-    def load_market(self) -> int:
+    def _load_market(self) -> int:
         store = self.market_store
         ctx = st.session()
         write_sorted(ctx.read_parquet(str(self.dataset.root / "instruments.parquet")), "instruments",
@@ -136,7 +136,7 @@ class DataFusionMarket(Market, MarketBulkLoad, MarketStorage):
         self.ctx = self._open()  # a fresh session lists the files just written
         return _count(store)
 
-    def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         store = scratch / "market"
         day = self._market.D
         for part in store.glob(f"*/day=*/{st.PART_FILE}"):
@@ -159,7 +159,7 @@ class DataFusionMarket(Market, MarketBulkLoad, MarketStorage):
                            detail={"durability": st.DURABILITY,
                                    "layout": f"day={day}/{st.PART_FILE} per table, sorted by (sym, ts)"})
 
-    def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         """DataFusion's simplest path: each file read (CSV with an inferred schema) and written as
         one Parquet file with the writer's defaults, unsorted, then fsynced."""
         scratch.mkdir(parents=True, exist_ok=True)
@@ -178,7 +178,7 @@ class DataFusionMarket(Market, MarketBulkLoad, MarketStorage):
         rows = st.write_baseline(sources, scratch)
         return LoadFigures(rows=rows, input_bytes=nbytes, detail={"durability": st.DURABILITY})
 
-    def market_storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_market(self) -> dict[str, int]:
         """The market store's files: the 20 days of quotes and trades, and the instruments."""
         # Parquet keeps its page index and statistics in each file's footer: all of it is data.
         return storage_figures("parquet_files", _bytes(self.market_store), 0, 0)

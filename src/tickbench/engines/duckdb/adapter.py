@@ -16,13 +16,16 @@ from tickbench.engines.base import (
     Engine,
     Ingest,
     IngestClient,
+    IngestReader,
     LoadFigures,
     SharedReaders,
     Storage,
     StreamTarget,
+    by_kind,
+    whole_store,
 )
 from tickbench.engines.duckdb.ingest import ArrowTarget, Writer
-from tickbench.engines.duckdb.market import PARAM, DuckDBMarket, duckdb_storage, run_bound
+from tickbench.engines.duckdb.market import DURABILITY, PARAM, DuckDBMarket, duckdb_storage, run_bound
 
 SCHEMA = (Path(__file__).parent / "schema.sql").read_text()
 # The layout the queries rely on: row groups in this order, so zone maps prune by instrument
@@ -34,8 +37,6 @@ VENUES = "INSERT INTO venues SELECT DISTINCT CAST(ts AS DATE), sym, exchange FRO
 # than the budget spills to temp_directory instead of growing the process (the month's book
 # sort peaked at 20 GB resident at SF 1 with the default).
 MEMORY_SHARE = 0.4
-DURABILITY = ("CHECKPOINT before the clock stops: the table data written into the database file "
-              "and fsynced, the WAL emptied")
 
 
 def memory_budget() -> str:
@@ -60,6 +61,11 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
         "default": "autocommit: each write is a transaction, logged to the WAL at commit"}
     # The WAL is written before a commit returns, so a killed process loses no acknowledged row.
     ingest_durable: ClassVar[frozenset[str]] = frozenset({"default"})
+    # An INSERT's rows are visible to every cursor of the connection once it commits.
+    ingest_visible_on_commit: ClassVar[bool] = True
+    ingest_one_process: ClassVar[str] = (
+        "DuckDB lets one process open a database file for writing, and no other process open it meanwhile: "
+        "writers and watcher are threads of the engine's process")
     users_limit: ClassVar[str] = (
         "one read-write process or several read-only ones (DuckDB's concurrency docs): the loaded store's "
         "read-write open is closed while the users, each a read-only open in a process of its own, run")
@@ -99,7 +105,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
             {"files": files},
         )
 
-    def load(self) -> int:
+    def _load_paper(self) -> int:
         con = self._conn()
         con.execute(SCHEMA)
         days = self.params.load_days()
@@ -129,7 +135,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
             leftover.unlink(missing_ok=True)
         return connect(path)
 
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         con = self._fresh(scratch, f"w_{fmt}")
         try:
             con.execute(SCHEMA)
@@ -155,7 +161,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
         return LoadFigures(rows=rows, input_bytes=nbytes,
                            detail={"durability": DURABILITY, "layout": f"sorted by ({SORT_KEY})"})
 
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         con = self._fresh(scratch, f"baseline_{fmt}")
         try:
             nbytes = 0
@@ -175,7 +181,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
             con.close()
         return LoadFigures(rows=rows, input_bytes=nbytes, detail={"durability": DURABILITY})
 
-    def storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_paper(self) -> dict[str, int]:
         # The file does not shrink after DROP, so the 30-day period goes into a fresh file.
         scratch = self.workdir / "se"
         con = self._fresh(scratch, "month")
@@ -189,7 +195,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
             con.close()
         return duckdb_storage([f for f in scratch.iterdir() if f.is_file()])
 
-    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+    def _ingest_open_paper(self, store: Path, durability: str | None = None) -> None:
         self.durability_setting(durability)
         store.mkdir(parents=True, exist_ok=True)
         self.ingest = duckdb.connect(str(store / "ingest.duckdb"))
@@ -205,7 +211,7 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
     def ingest_client(self) -> IngestClient:
         return Writer(self._ingest().cursor())
 
-    def ingest_stream_target(self) -> StreamTarget:
+    def _ingest_stream_target_paper(self) -> StreamTarget:
         return ArrowTarget(self._ingest(), SCHEMAS)
 
     def ingest_read(self, table: str, sym: str) -> pa.Table:
@@ -213,7 +219,8 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
         return self._ingest().cursor().sql(
             f"SELECT * FROM {table} WHERE sym = $sym ORDER BY {order}", params={"sym": sym}).to_arrow_table()
 
-    def ingest_count(self, table: str) -> int:
+    def _ingest_count_paper(self, table: str, upto_ns: int | None = None) -> int:
+        whole_store(upto_ns)
         return int(self._ingest().cursor().sql(f"SELECT count(*) FROM {table}").fetchall()[0][0])
 
     def ingest_latest(self) -> pa.Table:
@@ -221,10 +228,43 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, SharedReaders, DuckDBMarket):
             "SELECT sym, max(ts) AS ts, arg_max(b1price, ts) AS b1price, arg_max(a1price, ts) AS a1price "
             "FROM book GROUP BY sym ORDER BY sym").to_arrow_table()
 
-    def ingest_close(self) -> None:
+    def _ingest_close_paper(self) -> None:
         if self.ingest is not None:
             self.ingest.close()
             self.ingest = None
+
+    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
+
+    def load(self) -> int:
+        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
+
+    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        return by_kind(self.dataset, paper=self._bulk_load_paper, market=self._bulk_load_market)(fmt, scratch)
+
+    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        return by_kind(self.dataset, paper=self._baseline_load_paper,
+                       market=self._baseline_load_market)(fmt, scratch)
+
+    def storage_bytes(self) -> dict[str, int]:
+        return by_kind(self.dataset, paper=self._storage_bytes_paper, market=self._storage_bytes_market)()
+
+    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+        setting = self.durability_setting(durability)  # one setting path for every kind
+        by_kind(self.dataset, paper=lambda: self._ingest_open_paper(store, setting),
+                market=lambda: self._ingest_open_market(store, setting))()
+
+    def ingest_stream_target(self) -> StreamTarget:
+        return by_kind(self.dataset, paper=self._ingest_stream_target_paper,
+                       market=self._ingest_stream_target_market)()
+
+    def ingest_count(self, table: str, upto_ns: int | None = None) -> int:
+        return by_kind(self.dataset, paper=self._ingest_count_paper, market=self._ingest_count_market)(table, upto_ns)
+
+    def ingest_close(self) -> None:
+        by_kind(self.dataset, paper=self._ingest_close_paper, market=self._ingest_close_market)()
+
+    def ingest_reader(self) -> IngestReader:
+        return by_kind(self.dataset, market=self._ingest_reader_market)()  # the market's during-ingest cell alone
 
     def settings(self) -> dict[str, Any]:
         con = self._conn()

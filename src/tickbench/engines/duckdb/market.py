@@ -13,9 +13,9 @@ on a cursor of its own.
 from __future__ import annotations
 
 import re
-from abc import abstractmethod
+from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -24,17 +24,7 @@ from tickbench.data.dataset import Dataset
 from tickbench.datasets.base import RunParams
 from tickbench.datasets.market.params import MarketParams
 from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
-from tickbench.engines.base import (
-    EngineInfo,
-    LoadFigures,
-    Market,
-    MarketBulkLoad,
-    MarketIngest,
-    MarketReader,
-    MarketStorage,
-    StreamTarget,
-    storage_figures,
-)
+from tickbench.engines.base import EngineInfo, IngestReader, LoadFigures, StreamTarget, storage_figures, upto_all
 from tickbench.engines.duckdb.ingest import ArrowTarget
 
 MARKET_SCHEMA = (Path(__file__).parent / "market.sql").read_text()
@@ -43,6 +33,7 @@ ORDER = {"quotes": "sym, ts, exchange, seq", "trades": "sym, ts, exchange, trade
 # The Parquet files' ts is TIMESTAMPTZ_NS; its cast to the tables' naive TIMESTAMP_NS goes
 # through the session's time zone, so every market connection reads and writes in UTC.
 UTC = "SET TimeZone = 'UTC'"
+# W's durability, on either dataset (the paper's part in adapter.py records the same).
 DURABILITY = ("CHECKPOINT before the clock stops: the table data written into the database file "
               "and fsynced, the WAL emptied")
 # A query's named parameters ($b50_syms: digits allowed).
@@ -78,7 +69,7 @@ def _count(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> int:
     return sum(int(con.sql(f"SELECT count(*) FROM {t}").fetchall()[0][0]) for t in tables)
 
 
-class _Reader(MarketReader):
+class _Reader(IngestReader):
     """One user's own cursor of the market ingest store: DuckDB runs the cursors' queries side
     by side, each over the rows committed when it began (MVCC), while the writers append."""
 
@@ -93,15 +84,10 @@ class _Reader(MarketReader):
         self.cur.close()
 
 
-class DuckDBMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
-    """The market capabilities of the DuckDB adapter (mixed into ``Adapter``, which provides
-    the connection, the dataset and the parameters)."""
-
-    # An INSERT's rows are visible to every cursor of the connection once it commits.
-    market_ingest_visible_on_commit: ClassVar[bool] = True
-    market_ingest_one_process: ClassVar[str] = (
-        "DuckDB lets one process open a database file for writing, and no other process open it meanwhile: "
-        "writers and watcher are threads of the engine's process")
+class DuckDBMarket(ABC):
+    """The DuckDB adapter's part for the market dataset (mixed into ``Adapter``, which provides
+    the connection, the dataset and the parameters, and picks these methods for a market dataset
+    with ``by_kind``)."""
 
     dataset: Dataset
     workdir: Path
@@ -135,7 +121,7 @@ class DuckDBMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         con.execute("INSERT INTO instruments SELECT * FROM read_parquet($path) ORDER BY sym",
                     {"path": str(self.dataset.root / "instruments.parquet")})
 
-    def load_market(self) -> int:
+    def _load_market(self) -> int:
         con = self._conn()
         self._market_schema(con)
         for day in self._market.load_days():  # one day's sort at a time, appended in day order
@@ -144,7 +130,7 @@ class DuckDBMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         con.execute("CHECKPOINT")
         return _count(con, MARKET_TABLES)
 
-    def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         con = self._fresh(scratch, f"mw_{fmt}")
         try:
             con.execute(UTC)
@@ -170,7 +156,7 @@ class DuckDBMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
         return LoadFigures(rows=rows, input_bytes=nbytes,
                            detail={"durability": DURABILITY, "layout": "each day sorted by (sym, ts)"})
 
-    def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         con = self._fresh(scratch, f"mw_baseline_{fmt}")
         try:
             nbytes = 0
@@ -190,17 +176,18 @@ class DuckDBMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
             con.close()
         return LoadFigures(rows=rows, input_bytes=nbytes, detail={"durability": DURABILITY})
 
-    def market_storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_market(self) -> dict[str, int]:
         # The query store holds exactly the 20 days (and the instruments), checkpointed at load.
         self._conn().execute("CHECKPOINT")
         return duckdb_storage([p for p in (self.db_path, self.db_path.with_suffix(".duckdb.wal")) if p.is_file()])
 
-    # -- queries during ingest (MarketIngest) ------------------------------------------------
+    # -- queries during ingest (Ingest) -----------------------------------------------------
 
-    def market_ingest_open(self, store: Path) -> None:
+    def _ingest_open_market(self, store: Path, setting: str) -> None:
         """A database file of its own in ``store`` (DuckDB opens one file per connection; the
         loaded query store stays open beside it), with the market schema: rows stream in arrival
-        (time) order, so the zone maps prune by time, not by instrument as the load's sort does."""
+        (time) order, so the zone maps prune by time, not by instrument as the load's sort does.
+        ``setting`` is DuckDB's one, autocommit (as the paper's ingest store)."""
         if self.market_ingest_con is not None:
             raise RuntimeError("a market ingest store is already open")
         con = self._fresh(store, INGEST_FILE)
@@ -216,21 +203,21 @@ class DuckDBMarket(Market, MarketBulkLoad, MarketStorage, MarketIngest):
             raise RuntimeError("the market ingest store is not open")
         return self.market_ingest_con
 
-    def market_ingest_target(self) -> StreamTarget:
+    def _ingest_stream_target_market(self) -> StreamTarget:
         return ArrowTarget(self._market_ingest(), INGEST_SCHEMAS)
 
-    def market_ingest_count(self, table: str, upto_ns: int) -> int:
+    def _ingest_count_market(self, table: str, upto_ns: int | None = None) -> int:
         cur = self._market_ingest().cursor()
         try:
-            row = cur.execute(COUNT_UPTO[table], {"upto": upto_ns}).fetchone()
+            row = cur.execute(COUNT_UPTO[table], {"upto": upto_all(upto_ns)}).fetchone()
         finally:
             cur.close()
         return int(row[0]) if row else 0
 
-    def market_ingest_reader(self) -> MarketReader:
+    def _ingest_reader_market(self) -> IngestReader:
         return _Reader(self.info, self._market_ingest().cursor())
 
-    def market_ingest_close(self) -> None:
+    def _ingest_close_market(self) -> None:
         if self.market_ingest_con is not None:
             self.market_ingest_con.close()
             self.market_ingest_con = None

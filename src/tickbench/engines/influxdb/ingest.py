@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from tickbench.datasets.paper.schema import SCHEMAS, book_level_columns
-from tickbench.engines.base import Ingest, IngestClient, StreamTarget
+from tickbench.engines.base import Ingest, IngestClient, StreamTarget, whole_store
 from tickbench.engines.influxdb.lineprotocol import Ties
 from tickbench.engines.influxdb.results import ingest_table
 from tickbench.engines.influxdb.server import InfluxDBServer
@@ -63,7 +63,7 @@ class InfluxDBIngest(InfluxDBServer, Ingest):
     ingest_db: str | None = None  # the open ingest store's database
     _ties: Ties
 
-    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+    def _ingest_open_paper(self, store: Path, durability: str | None = None) -> None:
         """The ingest store is a database ``ingest_<random hex>`` of this server, named by a
         marker file in ``store``: a store whose marker names a database of this server (same
         root) reopens it as it is; any other store gets a new, empty database, and the ingest
@@ -74,7 +74,7 @@ class InfluxDBIngest(InfluxDBServer, Ingest):
         directories (the loaded query data stay; the pid and port change) when the setting
         asked for is not the one it runs with."""
         setting = self.durability_setting(durability)
-        self.ingest_close()
+        self._ingest_close_paper()
         self.restart_with(wal_fsync_delay=WAL_FSYNC_DELAYS[setting])
         recorded = self.read_marker(store)
         databases = self._databases()
@@ -112,7 +112,7 @@ class InfluxDBIngest(InfluxDBServer, Ingest):
             raise RuntimeError("the ingest store is not open")
         return Writer(self._session(), self.ingest_db, self._ties)
 
-    def ingest_stream_target(self) -> StreamTarget:
+    def _ingest_stream_target_paper(self) -> StreamTarget:
         if self.ingest_db is None:
             raise RuntimeError("the ingest store is not open")
         return LineTarget(self.http_port, self.ingest_db, self._ties, self.http_auth())
@@ -125,9 +125,10 @@ class InfluxDBIngest(InfluxDBServer, Ingest):
         order = [("ts", "ascending")] + ([("trade_id", "ascending")] if table == "trades" else [])
         return out.sort_by(order)
 
-    def ingest_count(self, table: str) -> int:
+    def _ingest_count_paper(self, table: str, upto_ns: int | None = None) -> int:
         """Points of ``table``'s measurement now, which are its rows: a point is in the cache,
         and visible, before its write is acknowledged, and no trade replaced another."""
+        whole_store(upto_ns)
         series = self._ingest_query(INGEST_COUNT[table])[0].get("series", [])
         return sum(int(s["values"][0][1]) for s in series)
 
@@ -140,6 +141,6 @@ class InfluxDBIngest(InfluxDBServer, Ingest):
                          pa.array(cols[2], pa.float64()), pa.array(cols[3], pa.float64())],
                         names=["sym", "ts", "b1price", "a1price"])
 
-    def ingest_close(self) -> None:
-        super().ingest_close()
+    def _ingest_close_paper(self) -> None:
+        self.close_readers()
         self.ingest_db = None

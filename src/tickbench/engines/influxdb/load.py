@@ -77,7 +77,7 @@ class InfluxDBLoad(InfluxDBServer, BulkLoad, Storage):
         for f in self.dataset.files(table, days):
             yield table, pl.read_parquet(f)
 
-    def load(self) -> int:
+    def _load_paper(self) -> int:
         days = self.params.load_days()
         expected = self.dataset.sizes(days)["rows"]
         frames = (fr for t in TABLES for fr in self._parquet_frames(t, days))
@@ -141,7 +141,7 @@ class InfluxDBLoad(InfluxDBServer, BulkLoad, Storage):
                 raise ValueError(f"unknown format {fmt!r}")
         return frames, nbytes
 
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         frames, nbytes = self._input_frames(fmt)
         expected = sum(f.height for _, f in frames)
         rows = self._load_frames(f"w_{fmt}", frames, expected)
@@ -173,7 +173,7 @@ class InfluxDBLoad(InfluxDBServer, BulkLoad, Storage):
             raise RuntimeError(f"influx -import failed: {done.stderr[-2000:]}")
         return lp_bytes
 
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         """InfluxDB's own importer, ``influx -import``, with its defaults (5000 points per
         request, one request at a time) on a line-protocol file made from the same input:
         InfluxDB 1.x has no CSV or Parquet reader of its own."""
@@ -188,7 +188,7 @@ class InfluxDBLoad(InfluxDBServer, BulkLoad, Storage):
             "database": db, "tool": "influx -import", "line_protocol_bytes": lp_bytes,
             "durability": self.w_durability()})
 
-    def storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_paper(self) -> dict[str, int]:
         """SE on the loaded database once compactions settled. Its shards are one per day
         (schema.influxql), so the 30-day period is the shards whose day is in it, split by
         :func:`shard_storage`; the multi-exchange day, when outside the period, is a shard of

@@ -46,7 +46,7 @@ from tickbench.data.dataset import Dataset
 from tickbench.datasets.market.params import MarketParams
 from tickbench.datasets.market.reference import COLUMNS, SORT  # the answers' columns, types and row order
 from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
-from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage
+from tickbench.engines.base import LoadFigures
 from tickbench.engines.influxdb.lineprotocol import BATCH_BYTES
 from tickbench.engines.influxdb.load import shard_storage
 from tickbench.engines.influxdb.writer import Session
@@ -291,7 +291,7 @@ def shape(qid: str, frame: pl.DataFrame, header: MarketHeader) -> pa.Table:
     return done.sort(list(SORT[qid])).to_arrow()
 
 
-class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
+class InfluxMarket:
     """The market capabilities of the InfluxDB adapter (its HTTP write and query paths)."""
 
     if TYPE_CHECKING:  # the adapter's, which this mixin is part of
@@ -339,7 +339,7 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
             for f in self.dataset.files(table, days):
                 yield LINES[table](pl.read_parquet(f))
 
-    def load_market(self) -> int:
+    def _load_market(self) -> int:
         days = self.market.load_days()
         instruments = self.dataset.instruments()
         rows = instruments.height + sum(int(e["rows"]) for t in MARKET_TABLES for e in self.dataset.entries(t, days))
@@ -368,7 +368,7 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
                 raise ValueError(f"unknown format {fmt!r}")
         return frames, nbytes
 
-    def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         """Day D into a fresh database ``mw_<fmt>`` built as the query store is (shards of a
         day), through the same line-protocol writers."""
         frames, nbytes = self._day_frames(fmt)
@@ -378,7 +378,7 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
         return LoadFigures(rows=expected, input_bytes=nbytes,
                            detail={"database": db, "durability": self.w_durability()})
 
-    def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         """InfluxDB's own importer, ``influx -import`` with its defaults, on a line-protocol file
         made from the same input (InfluxDB 1.x reads neither CSV nor Parquet)."""
         frames, nbytes = self._day_frames(fmt)
@@ -392,7 +392,7 @@ class InfluxMarket(Market, MarketBulkLoad, MarketStorage):
             "database": db, "tool": "influx -import", "line_protocol_bytes": lp_bytes,
             "durability": self.w_durability()})
 
-    def market_storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_market(self) -> dict[str, int]:
         """The loaded database's shards (one a day) and its series file, split as SE's
         (:func:`~tickbench.engines.influxdb.load.shard_storage`)."""
         root: Path = self.root  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ the day once, before the clock, and each payload takes its rows' numbers from it
 between two payloads, or two writers, keep the numbers the load gives them.
 
 A point is in InfluxDB's cache, and visible to a new query, before its write is acknowledged
-(after the WAL fsync), so :meth:`InfluxMarketIngest.market_ingest_count` is a plain count; the
+(after the WAL fsync), so :meth:`InfluxMarketIngest._ingest_count_market` is a plain count; the
 during-ingest cell's watcher takes it in a process of its own (:class:`_Counter`, plain data:
 the port, the store's database and the run's credentials, its connection opened there).
 """
@@ -26,14 +26,15 @@ import contextlib
 import datetime as dt
 import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
 
 from tickbench.data.dataset import Dataset
 from tickbench.datasets.market.params import MarketParams
-from tickbench.engines.base import EngineUnavailable, MarketCounter, MarketIngest, MarketReader, StreamTarget
+from tickbench.engines.base import EngineUnavailable, IngestCounter, IngestReader, StreamTarget, upto_all
+from tickbench.engines.influxdb.ingest import WAL_FSYNC_DELAYS
 from tickbench.engines.influxdb.market import LINES, batches, bound_value, instrument_lines, quote_ties, trade_tape
 from tickbench.engines.influxdb.server import QUERY_IDLE_S, query_results
 from tickbench.engines.influxdb.writer import LinePostTarget, Session
@@ -89,11 +90,9 @@ class MarketLineTarget(LinePostTarget):
 
 
 
-class InfluxMarketIngest(MarketIngest):
-    """The market ingest capability of the InfluxDB adapter, on its running server."""
-
-    # A point is in the cache, visible to a new query, before its write is acknowledged.
-    market_ingest_visible_on_commit: ClassVar[bool] = True
+class InfluxMarketIngest:
+    """InfluxDB's part of :class:`~tickbench.engines.base.Ingest` for the market dataset
+    (picked by ``by_kind``), on its running server."""
 
     if TYPE_CHECKING:  # the adapter's own, used here
         dataset: Dataset
@@ -109,6 +108,7 @@ class InfluxMarketIngest(MarketIngest):
         def _session(self) -> Session: ...
         def _create(self, db: str) -> None: ...
         def _databases(self) -> list[str]: ...
+        def restart_with(self, **settings: Any) -> None: ...
         def _write_all(self, db: str, batches: Iterable[bytes]) -> None: ...
         def _query(self, q: str, db: str = ..., params: dict[str, Any] | None = None,
                    session: Session | None = None, packed: bool = False) -> list[dict[str, Any]]: ...
@@ -122,14 +122,16 @@ class InfluxMarketIngest(MarketIngest):
     #: The visibility counts' connections (one per thread: the watcher's and the suite's own).
     mi_counts: ReaderPool[Session] | None = None
 
-    def market_ingest_open(self, store: Path) -> None:
+    def _ingest_open_market(self, store: Path, setting: str) -> None:
         """A fresh database ``market_ingest_<hex>`` (earlier stores' dropped) with shards of one
         day and the instruments written as the market load writes them; ``store`` holds nothing
-        (the server keeps its databases in its own directories)."""
+        (the server keeps its databases in its own directories). The server runs under
+        ``setting``'s wal-fsync-delay, as for the paper's store (restarted if it does not)."""
         if self.endpoint is not None:
             raise EngineUnavailable("the market ingest store is a database of tickbench's own InfluxDB server, "
                                     "not of an external endpoint")
-        self.market_ingest_close()
+        self._ingest_close_market()
+        self.restart_with(wal_fsync_delay=WAL_FSYNC_DELAYS[setting])
         for old in self._databases():
             if old.startswith(STORE_PREFIX):
                 self._query(f'DROP DATABASE "{old}"', db="")
@@ -147,27 +149,27 @@ class InfluxMarketIngest(MarketIngest):
             raise RuntimeError("the market ingest store is not open")
         return self.mi_db
 
-    def market_ingest_target(self) -> StreamTarget:
+    def _ingest_stream_target_market(self) -> StreamTarget:
         db = self._store()
         assert self.mi_tape is not None
         return MarketLineTarget(self.http_port, db, self.mi_tape, self.http_auth())
 
-    def market_ingest_count(self, table: str, upto_ns: int) -> int:
+    def _ingest_count_market(self, table: str, upto_ns: int | None = None) -> int:
         """Points of ``table`` at or before ``upto_ns``: every written row is a point of its own
         (ties have their own series), in the cache and visible before its write is acknowledged."""
         if table not in COUNT:
             raise ValueError(f"not a streamed market table: {table!r}")
         assert self.mi_counts is not None
-        return _count(self.mi_counts.get(), self._store(), table, upto_ns)
+        return _count(self.mi_counts.get(), self._store(), table, upto_all(upto_ns))
 
-    def market_ingest_counter(self) -> MarketCounter:
+    def _ingest_counter_market(self) -> IngestCounter:
         """The counts over a connection of the watcher's own process, with the run's credentials."""
         return _Counter(self.http_port, self._store(), self.http_auth())
 
-    def market_ingest_reader(self) -> MarketReader:
+    def _ingest_reader_market(self) -> IngestReader:
         return _Reader(self, self._store())
 
-    def market_ingest_close(self) -> None:
+    def _ingest_close_market(self) -> None:
         """Close the counts' connections and drop the store's database (never reopened)."""
         if self.mi_counts is not None:
             self.mi_counts.close()
@@ -189,8 +191,8 @@ def _count(session: Session, db: str, table: str, upto_ns: int) -> int:
     return sum(int(s["values"][0][1]) for s in results[0].get("series", []))
 
 
-class _Counter(MarketCounter):
-    """``market_ingest_count`` from another process: a keep-alive connection of its own, opened
+class _Counter(IngestCounter):
+    """``_ingest_count_market`` from another process: a keep-alive connection of its own, opened
     at first use (a connection cannot be pickled), with the run's credentials."""
 
     def __init__(self, port: int, db: str, auth: dict[str, str]) -> None:
@@ -215,7 +217,7 @@ class _Counter(MarketCounter):
         return {**self.__dict__, "session": None}  # the connection stays in the process that opened it
 
 
-class _Reader(MarketReader):
+class _Reader(IngestReader):
     """One user's reader: a kept-alive HTTP connection of its own; the market query files run
     as the adapter runs them, bound to the user's parameters, on the store's database."""
 

@@ -429,7 +429,7 @@ class Adapter(KdbMarket, Engine, BulkLoad, Storage):
         return int(kx.q(".tb.part", kx.CharVector(str(hdb)), kx.CharVector(day), table,
                         to_q(kx, data), kx.SymbolVector(SORT_KEYS[table])).py())
 
-    def load(self) -> int:
+    def _load_paper(self) -> int:
         if self.remote is not None:
             return self._load_remote(self.remote)
         kx = self._q()
@@ -497,7 +497,7 @@ class Adapter(KdbMarket, Engine, BulkLoad, Storage):
             if (self.hdb / "sym").is_file():
                 kx.q(".tb.open", kx.CharVector(str(self.hdb)))
 
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         with self._unmapped() as kx:
             return self._bulk_load(kx, fmt, scratch)
 
@@ -525,7 +525,7 @@ class Adapter(KdbMarket, Engine, BulkLoad, Storage):
             detail["ts_parsed_as_text"] = bool(kx.q(".tb.tstext").py())
         return LoadFigures(rows=rows, input_bytes=nbytes, detail=detail)
 
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         with self._unmapped() as kx:
             return self._baseline_load(kx, fmt, scratch)
 
@@ -545,12 +545,27 @@ class Adapter(KdbMarket, Engine, BulkLoad, Storage):
             rows += int(kx.q(".tb.splay", kx.CharVector(str(store)), table, data).py())
         return LoadFigures(rows=rows, input_bytes=nbytes)
 
-    def storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_paper(self) -> dict[str, int]:
         month = {dt.date.fromisoformat(d).strftime("%Y.%m.%d") for d in self.params.days("month")}
         parts = sum(_du(self.hdb / d) for d in month if (self.hdb / d).is_dir())
         sym = (self.hdb / "sym").stat().st_size if (self.hdb / "sym").is_file() else 0
         # An HDB is its column files: p# lives in the column's own file, and nothing is logged.
         return storage_figures("hdb_month_partitions_and_sym", parts + sym, 0, 0, hdb_total=_du(self.hdb))
+
+    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
+
+    def load(self) -> int:
+        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
+
+    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        return by_kind(self.dataset, paper=self._bulk_load_paper, market=self._bulk_load_market)(fmt, scratch)
+
+    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        return by_kind(self.dataset, paper=self._baseline_load_paper,
+                       market=self._baseline_load_market)(fmt, scratch)
+
+    def storage_bytes(self) -> dict[str, int]:
+        return by_kind(self.dataset, paper=self._storage_bytes_paper, market=self._storage_bytes_market)()
 
     def settings(self) -> dict[str, Any]:
         kx = self._q()

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from tickbench.datasets.market.params import MarketParams
 from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
-from tickbench.engines.base import LoadFigures, Market, MarketBulkLoad, MarketStorage, storage_figures
+from tickbench.engines.base import LoadFigures, storage_figures
 from tickbench.engines.kdb.convert import to_q
 
 if TYPE_CHECKING:
@@ -83,8 +83,8 @@ def _bytes_under(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-class KdbMarket(Market, MarketBulkLoad, MarketStorage):
-    """The market capabilities of the kdb+ adapter (its embedded q and HDB helpers, lib.q)."""
+class KdbMarket:
+    """The kdb+ adapter's part for the market dataset, picked by ``by_kind`` (its embedded q and HDB helpers, lib.q)."""
 
     if TYPE_CHECKING:  # the adapter's, which this mixin is part of
         dataset: Dataset
@@ -120,7 +120,7 @@ class KdbMarket(Market, MarketBulkLoad, MarketStorage):
         return int(kx.q(".tb.part", kx.CharVector(str(hdb)), kx.CharVector(day), table, data,
                         kx.SymbolVector(MARKET_SORT[table])).py())
 
-    def load_market(self) -> int:
+    def _load_market(self) -> int:
         """Every day of M into its date partition of quotes and trades, then the instruments
         splayed at the root; the HDB mapped."""
         kx = self._q()
@@ -142,7 +142,7 @@ class KdbMarket(Market, MarketBulkLoad, MarketStorage):
                         else "J" if pa.types.is_integer(f.type) else "F" for f in MARKET_SCHEMAS[table])
         return path, types
 
-    def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         """Day D's quotes and trades into a fresh HDB in ``scratch``, partitioned and sorted as
         the query HDB is (``.tb.part``); the rows counted back from the written columns."""
         with self._unmapped() as kx:
@@ -165,7 +165,7 @@ class KdbMarket(Market, MarketBulkLoad, MarketStorage):
                        for t in MARKET_TABLES)
             return LoadFigures(rows=rows, input_bytes=nbytes, detail={"bytes_on_disk": _bytes_under(store)})
 
-    def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         """The simplest durable copy: each table splayed as read, symbols enumerated."""
         with self._unmapped() as kx:
             store = self._fresh(scratch, f"mw_baseline_{fmt}")
@@ -183,7 +183,7 @@ class KdbMarket(Market, MarketBulkLoad, MarketStorage):
                 rows += int(kx.q(".tb.splay", kx.CharVector(str(store)), table, data).py())
             return LoadFigures(rows=rows, input_bytes=nbytes)
 
-    def market_storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_market(self) -> dict[str, int]:
         """The 20 date partitions, the sym file and the instruments table, in bytes."""
         days = [dt.date.fromisoformat(d).strftime("%Y.%m.%d") for d in self.market.load_days()]
         parts = sum(_bytes_under(self.hdb / d) for d in days if (self.hdb / d).is_dir())

@@ -186,7 +186,7 @@ class Adapter(PolarsMarket, Engine):
     def stop(self) -> None:
         self.store = self.market = None
 
-    def load(self) -> int:
+    def _load_paper(self) -> int:
         """Read what ``HOLD`` names into RAM, one (table, sym, exchange) frame at a time."""
         store = Store()
         for name, hold in HOLD.items():
@@ -215,6 +215,11 @@ class Adapter(PolarsMarket, Engine):
         if store is None:
             raise RuntimeError("Polars: nothing loaded since start()")
         return store
+
+    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
+
+    def load(self) -> int:
+        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
 
     def run_query(self, qid: str) -> pa.Table:
         return self._query(qid)(self._held(), bindings(self.params.bindings())).collect().to_arrow()

@@ -1,7 +1,7 @@
 """The market suite (SPEC §2.3) on Polars: the market dataset held in memory, one frame per (table, day).
 
 :class:`PolarsMarket` is a mixin of the Polars :class:`~tickbench.engines.polars.adapter.Adapter`.
-``load_market()`` reads the 20 days' Parquet into a :class:`MarketStore`: **one DataFrame per
+``_load_market()`` reads the 20 days' Parquet into a :class:`MarketStore`: **one DataFrame per
 (table, UTC day)** holding every instrument's and venue's rows of that day, sorted by ``sym`` and
 then by the table's order, quotes ``(ts, exchange, seq)`` and trades ``(ts, exchange,
 trade_id)`` (exchange compared as bytes), as a tick store partitions by date and sorts each
@@ -43,8 +43,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-
-from tickbench.engines.base import Market
 
 TS = pl.Datetime("ns", "UTC")
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -219,12 +217,13 @@ class MarketStore:
                 **{c: pl.Float64() for c in ("bid", "bsize", "ask", "asize", "price", "amount")}}
 
 
-class PolarsMarket(Market):
-    """The market capability of the Polars adapter (no M-W or M-SE: nothing is on disk)."""
+class PolarsMarket:
+    """The Polars adapter's part for the market dataset, picked by ``by_kind`` (no M-W or M-SE:
+    nothing is on disk)."""
 
     market: MarketStore | None = None
 
-    def load_market(self) -> int:
+    def _load_market(self) -> int:
         """Read the 20 days of quotes and trades into a :class:`MarketStore`, a day's files at a
         time: the held columns, split by the rows' own UTC day (a file may hold rows of another
         day), then each day's rows sorted by (sym, the table's order) into one frame."""

@@ -11,7 +11,7 @@ import pyarrow as pa
 from psycopg import sql
 
 from tickbench.datasets.paper.schema import SCHEMAS, TABLES
-from tickbench.engines.base import Ingest, IngestClient, StreamTarget
+from tickbench.engines.base import Ingest, IngestClient, StreamTarget, whole_store
 from tickbench.engines.postgres.pgcopy import result_arrow
 from tickbench.engines.postgres.server import COUNT, DROP_TABLES, PostgresServer, scalar
 from tickbench.engines.postgres.writer import CopyTarget, Writer
@@ -43,12 +43,12 @@ class PostgresIngest(PostgresServer, Ingest):
     ingest_durable: ClassVar[frozenset[str]] = frozenset({"synchronous_commit=on"})
     ingest_setting: str = "synchronous_commit=on"
 
-    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+    def _ingest_open_paper(self, store: Path, durability: str | None = None) -> None:
         """The ingest store is database ``ingest`` of this server; ``store`` (a directory)
         records whose its tables are: a store without this server's marker is new, and gets
         empty tables (any earlier ones dropped); a store with it reopens the tables as they are."""
         setting = self.durability_setting(durability)
-        self.ingest_close()
+        self._ingest_close_paper()
         self.ingest_setting = setting
         self._ensure_database(INGEST_DB)
         identity = {"database": INGEST_DB}
@@ -63,6 +63,10 @@ class PostgresIngest(PostgresServer, Ingest):
         self.write_marker(store, identity)
         self.open_readers(lambda: self._connect(INGEST_DB))
 
+    def _ingest_close_paper(self) -> None:
+        """Close the read connections (writers close their own); the store's data stay."""
+        self.close_readers()
+
     def ingest_client(self) -> IngestClient:
         if self.readers is None:
             raise RuntimeError("the ingest store is not open")
@@ -70,7 +74,7 @@ class PostgresIngest(PostgresServer, Ingest):
         conn.execute(SYNCHRONOUS_COMMIT[self.ingest_setting])
         return Writer(conn)
 
-    def ingest_stream_target(self) -> StreamTarget:
+    def _ingest_stream_target_paper(self) -> StreamTarget:
         if self.readers is None:
             raise RuntimeError("the ingest store is not open")
         return CopyTarget(self.conninfo(INGEST_DB), SYNCHRONOUS_COMMIT[self.ingest_setting])
@@ -80,7 +84,8 @@ class PostgresIngest(PostgresServer, Ingest):
             cur.execute(READ[table], [sym])
             return result_arrow(table, cur)
 
-    def ingest_count(self, table: str) -> int:
+    def _ingest_count_paper(self, table: str, upto_ns: int | None = None) -> int:
+        whole_store(upto_ns)
         return int(scalar(self.reader(), COUNT[table]))
 
     def ingest_latest(self) -> pa.Table:

@@ -117,7 +117,7 @@ class PostgresLoad(PostgresServer, BulkLoad, Storage):
         sources = {name: self._parquet_source(t, ds) for name, (t, ds) in self._targets(days).items()}
         return self._load_files(dbname, days, sources, "FORMAT binary")
 
-    def load(self) -> int:
+    def _load_paper(self) -> int:
         days = self.params.load_days()
         if self.endpoint is None:
             self._fresh_database(DB)
@@ -135,7 +135,7 @@ class PostgresLoad(PostgresServer, BulkLoad, Storage):
 
     # -- W and SE -------------------------------------------------------------------------
 
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         """W through tickbench's path into a fresh database ``w_<fmt>``: the CSV streamed
         as it is (``COPY … (FORMAT csv, HEADER)``), or the Parquet files as binary COPY;
         both tables in parallel, then the indexes and ANALYZE; committed on return."""
@@ -156,7 +156,7 @@ class PostgresLoad(PostgresServer, BulkLoad, Storage):
         return LoadFigures(rows=rows, input_bytes=sum(p.stat().st_size for p in paths.values()),
                            detail={"database": db, "copy": "csv", "durability": self.w_durability})
 
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         """PostgreSQL's own simplest path into a fresh database ``baseline_<fmt>``: the schema,
         then ``psql -c "\\copy table FROM 'file' WITH (FORMAT csv, HEADER)"`` per table (psql
         reads the file, so the server user need not), then the same indexes and ANALYZE.
@@ -191,7 +191,7 @@ class PostgresLoad(PostgresServer, BulkLoad, Storage):
         run_tool([str(bin_dir() / "psql"), "-X", "-v", "ON_ERROR_STOP=1", "-h", LOOPBACK, "-p", str(self.port),
                   "-U", SUPERUSER, "-d", dbname, "-c", command], env, what=f"psql {command!r}")
 
-    def storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_paper(self) -> dict[str, int]:
         """SE: the 30-day period's partitions of the store :meth:`load` built (VACUUMed and
         CHECKPOINTed there; the queries since wrote nothing): heap, TOAST, free-space and
         visibility maps and indexes of each of its days' partitions of both tables, and the heap

@@ -27,9 +27,6 @@ from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import (
     Endpoint,
     LoadFigures,
-    Market,
-    MarketBulkLoad,
-    MarketStorage,
     by_kind,
     storage_figures,
 )
@@ -65,7 +62,7 @@ def csv_chunks(path: Path) -> Callable[[], Iterator[bytes]]:
     return chunks
 
 
-class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
+class PostgresMarket:
     """The market capabilities of the PostgreSQL adapter and of the engines built on it."""
 
     #: The market tables (in the engine's folder, else PostgreSQL's) and their indexes, built
@@ -118,7 +115,7 @@ class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
 
     # -- the query store ------------------------------------------------------------------
 
-    def load_market(self) -> int:
+    def _load_market(self) -> int:
         """Instruments, then every day of M into its own partition (binary COPY from the day's
         part files), indexes and ANALYZE; VACUUM (the insert counters reset: no autovacuum
         during the queries) and CHECKPOINT (nothing left for a timed checkpoint to write)."""
@@ -182,7 +179,7 @@ class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
 
     # -- M-W ------------------------------------------------------------------------------
 
-    def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         """Day D's quotes and trades into a fresh database ``mw_<fmt>`` built as the query store
         is: the CSV streamed as it is (``COPY … (FORMAT csv, HEADER MATCH)``: the header must name
         the table's columns in order), or the day's part files as binary COPY; both tables in
@@ -203,7 +200,7 @@ class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
         return LoadFigures(rows=rows, input_bytes=sum(p.stat().st_size for p in paths.values()),
                            detail={"database": db, "copy": "csv", "durability": self.w_durability})
 
-    def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         """PostgreSQL's own simplest path into a fresh database ``mw_baseline_<fmt>``: the same
         schema, then ``psql -c "\\copy table FROM 'file' (FORMAT csv, HEADER)"`` per table (the
         partitioned table routes each row to its day), then the same indexes and ANALYZE.
@@ -236,8 +233,8 @@ class PostgresMarket(Market, MarketBulkLoad, MarketStorage):
 
     # -- M-SE -----------------------------------------------------------------------------
 
-    def market_storage_bytes(self) -> dict[str, int]:
-        """M-SE: the 20 days' partitions of both tables in the store :meth:`load_market` built
+    def _storage_bytes_market(self) -> dict[str, int]:
+        """M-SE: the 20 days' partitions of both tables in the store :meth:`_load_market` built
         (VACUUMed and CHECKPOINTed there; the queries since wrote nothing) — heap, TOAST, maps and
         indexes — and the instruments table; beside it, the heap and index split."""
         c = self._conn()

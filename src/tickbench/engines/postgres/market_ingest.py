@@ -10,8 +10,9 @@ because readers and writers then pick the store by ``search_path`` alone: the en
 files run unchanged, the loaded tables beside it stay as they are, and the database already
 has the extension. Day D's quotes and trades reach it through the stream suite's path
 (:class:`~tickbench.engines.postgres.writer.CopyTarget`: one binary COPY per payload, from
-writer processes, under ``synchronous_commit = on``); each reader is a connection of its own
-(ADBC, as the query path's), and :meth:`market_ingest_count` a ``count(*)`` on a connection
+writer processes, under the ``synchronous_commit`` of the store's durability setting, as the
+paper's ingest store: by default ``on``); each reader is a connection of its own
+(ADBC, as the query path's), and :meth:`_ingest_count_market` a ``count(*)`` on a connection
 of the adapter's.
 """
 
@@ -33,10 +34,10 @@ from tickbench.datasets.market.schema import MARKET_SCHEMAS, MARKET_TABLES
 from tickbench.engines.base import (
     Endpoint,
     EngineUnavailable,
-    MarketCounter,
-    MarketIngest,
-    MarketReader,
+    IngestCounter,
+    IngestReader,
     StreamTarget,
+    upto_all,
 )
 from tickbench.engines.postgres.ingest import SYNCHRONOUS_COMMIT
 from tickbench.engines.postgres.market import COPY_INSTRUMENTS, DB, INSTRUMENT_COLUMNS
@@ -47,12 +48,10 @@ RECREATE = [sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(SC
             sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA))]
 DROP = RECREATE[0]
 COUNT_UPTO = {t: sql.SQL("SELECT count(*) FROM {} WHERE ts <= %s").format(sql.Identifier(t)) for t in MARKET_TABLES}
-# The durability of the writers' commits: the first, durable, of the ingest store's settings.
-WRITER_SETTING = "synchronous_commit=on"
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
-class PostgresMarketReader(MarketReader):
+class PostgresMarketReader(IngestReader):
     """One user's connection (ADBC, ``search_path`` on the ingest schema): a query runs as the
     query path runs it, its text with the parameters written in, made once per parameter set."""
 
@@ -79,11 +78,9 @@ class PostgresMarketReader(MarketReader):
             self.conn = None
 
 
-class PostgresMarketIngest(MarketIngest):
-    """The market ingest capability of the PostgreSQL adapter and of the engines built on it."""
-
-    # A COPY's rows are visible to every statement that begins after it commits (read committed).
-    market_ingest_visible_on_commit: ClassVar[bool] = True
+class PostgresMarketIngest:
+    """The PostgreSQL adapter's part of :class:`~tickbench.engines.base.Ingest` for the market
+    dataset (and that of the engines built on it), picked by ``by_kind``."""
 
     #: The indexes of the ingest store's tables, built while they are empty (``None``: none).
     #: PostgreSQL's market btrees: the loaded store builds them after its COPY, and TimescaleDB's
@@ -92,6 +89,8 @@ class PostgresMarketIngest(MarketIngest):
     market_ingest_index_file: ClassVar[str | None] = "market_indexes.sql"
 
     market_counter: psycopg.Connection[Any] | None = None
+    #: The open store's durability setting (a key of ``SYNCHRONOUS_COMMIT``), for its writers.
+    market_setting: str | None = None
     market_readers: list[PostgresMarketReader]
 
     if TYPE_CHECKING:  # the adapter's, which this mixin is part of
@@ -122,14 +121,14 @@ class PostgresMarketIngest(MarketIngest):
             conn.execute(self.market_session_sql)
         return conn
 
-    def market_ingest_open(self, store: Path) -> None:
+    def _ingest_open_market(self, store: Path, setting: str) -> None:
         """Schema ``market_ingest`` of the query store's database, made afresh (any earlier one
         dropped): the market tables, day D's partition where they are partitioned, the
         instruments, the indexes, ``ANALYZE instruments``. ``store`` (a directory) holds nothing:
-        the data are the server's."""
+        the data are the server's. The writers commit under ``setting``, as the paper's store's."""
         if self.endpoint is not None:
             raise EngineUnavailable("the market ingest store is not made on an external endpoint")
-        self.market_ingest_close()
+        self._ingest_close_market()
         store.mkdir(parents=True, exist_ok=True)
         self._ensure_database(DB)
         with self._connect(DB) as c:  # the default search_path: an extension goes into public
@@ -147,37 +146,38 @@ class PostgresMarketIngest(MarketIngest):
             c.execute("ANALYZE instruments")
         self.market_counter = self._ingest_connect()
         self.market_readers = []
+        self.market_setting = setting
 
-    def market_ingest_target(self) -> StreamTarget:
-        if self.market_counter is None:
+    def _ingest_stream_target_market(self) -> StreamTarget:
+        if self.market_counter is None or self.market_setting is None:
             raise RuntimeError("the market ingest store is not open")
-        return CopyTarget(self.conninfo(DB, self.market_ingest_path()), SYNCHRONOUS_COMMIT[WRITER_SETTING],
+        return CopyTarget(self.conninfo(DB, self.market_ingest_path()), SYNCHRONOUS_COMMIT[self.market_setting],
                           {t: MARKET_SCHEMAS[t] for t in MARKET_TABLES})
 
-    def market_ingest_count(self, table: str, upto_ns: int) -> int:
+    def _ingest_count_market(self, table: str, upto_ns: int | None = None) -> int:
         """``count(*)`` of the rows with ``ts`` at or before ``upto_ns``, as a new statement sees
         them (read committed): the rows of the COPYs committed before it began. ``ts`` is whole
         µs, so the bound is ``upto_ns`` rounded down to µs."""
         if self.market_counter is None:
             raise RuntimeError("the market ingest store is not open")
-        upto = EPOCH + dt.timedelta(microseconds=upto_ns // 1_000)
+        upto = EPOCH + dt.timedelta(microseconds=upto_all(upto_ns) // 1_000)
         row = self.market_counter.execute(COUNT_UPTO[table], [upto]).fetchone()
         return int(row[0]) if row else 0
 
-    def market_ingest_counter(self) -> MarketCounter:
+    def _ingest_counter_market(self) -> IngestCounter:
         """The counts over a connection of the watcher's own process (libpq's parameters)."""
         if self.market_counter is None:
             raise RuntimeError("the market ingest store is not open")
         return _Counter(self.conninfo(DB, self.market_ingest_path()), self.market_session_sql)
 
-    def market_ingest_reader(self) -> MarketReader:
+    def _ingest_reader_market(self) -> IngestReader:
         if self.market_counter is None:
             raise RuntimeError("the market ingest store is not open")
         reader = PostgresMarketReader(self)
         self.market_readers.append(reader)
         return reader
 
-    def market_ingest_close(self) -> None:
+    def _ingest_close_market(self) -> None:
         """Close the readers and the counter, and drop the schema (every cell makes its own)."""
         if self.market_counter is None:
             return
@@ -186,12 +186,13 @@ class PostgresMarketIngest(MarketIngest):
         self.market_readers = []
         self.market_counter.close()
         self.market_counter = None
+        self.market_setting = None
         with self._connect(DB) as c:
             c.execute(DROP)
 
 
-class _Counter(MarketCounter):
-    """``market_ingest_count`` from another process: its own connection, opened at first use."""
+class _Counter(IngestCounter):
+    """``_ingest_count_market`` from another process: its own connection, opened at first use."""
 
     def __init__(self, conninfo: dict[str, Any], session_sql: str | None) -> None:
         self.conninfo, self.session_sql = conninfo, session_sql

@@ -11,7 +11,7 @@ import pyarrow as pa
 from questdb import Sender
 
 from tickbench.datasets.paper.schema import SCHEMAS
-from tickbench.engines.base import Ingest, IngestClient, StreamTarget
+from tickbench.engines.base import Ingest, IngestClient, StreamTarget, whole_store
 from tickbench.engines.questdb.schema import INGEST, SYMBOLS, bind
 from tickbench.engines.questdb.server import LOOPBACK, READER_IDLE_S, QuestDBServer
 from tickbench.engines.questdb.writer import IlpTarget, Writer
@@ -56,7 +56,7 @@ class QuestDBIngest(QuestDBServer, Ingest):
     ingest_durable: ClassVar[frozenset[str]] = frozenset(ingest_durability)
     ingest_setting: str | None = None  # the open ingest store's durability setting
 
-    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+    def _ingest_open_paper(self, store: Path, durability: str | None = None) -> None:
         """The ingest store is the tables ``ingest_trades`` and ``ingest_book`` of this server;
         ``store`` (a directory) holds a marker naming the server root and the tables' directories
         (QuestDB gives each created table a new one). A store whose marker names the tables as
@@ -68,7 +68,7 @@ class QuestDBIngest(QuestDBServer, Ingest):
         server-wide and read only at startup, so the server is restarted (its process changes)
         when the mode asked for is not the one it runs with."""
         setting = self.durability_setting(durability)
-        self.ingest_close()
+        self._ingest_close_paper()
         self.restart_with(commit_mode=COMMIT_MODES[setting])
         if self.marker_names(store, self._ingest_identity()):
             self._await(INGEST.values())
@@ -97,7 +97,7 @@ class QuestDBIngest(QuestDBServer, Ingest):
         sender.establish()
         return Writer(self, sender)
 
-    def ingest_stream_target(self) -> StreamTarget:
+    def _ingest_stream_target_paper(self) -> StreamTarget:
         if self.ingest_setting is None:
             raise RuntimeError("the ingest store is not open")
         return IlpTarget(LOOPBACK, self.ports["http"], ILP_REQUEST_TIMEOUT_MS, self.ilp_auth())
@@ -112,13 +112,14 @@ class QuestDBIngest(QuestDBServer, Ingest):
     def ingest_read(self, table: str, sym: str) -> pa.Table:
         return self._export(bind(INGEST_READ[table], {"sym": sym}), keep=True).cast(SCHEMAS[table])
 
-    def ingest_count(self, table: str) -> int:
+    def _ingest_count_paper(self, table: str, upto_ns: int | None = None) -> int:
         """The rows of ``table`` visible now: those of the WAL transactions applied so far."""
+        whole_store(upto_ns)
         return int(self._exec(INGEST_COUNT[table], keep=True)["dataset"][0][0])
 
     def ingest_latest(self) -> pa.Table:
         return self._export(INGEST_LATEST, keep=True)
 
-    def ingest_close(self) -> None:
-        super().ingest_close()
+    def _ingest_close_paper(self) -> None:
+        self.close_readers()
         self.ingest_setting = None

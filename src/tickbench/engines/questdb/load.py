@@ -44,7 +44,7 @@ class QuestDBLoad(QuestDBServer, BulkLoad, Storage):
     def _count(self, names: Iterable[str]) -> int:
         return sum(int(self._exec(f"SELECT count() FROM {n}")["dataset"][0][0]) for n in names)
 
-    def load(self) -> int:
+    def _load_paper(self) -> int:
         """The query data over ILP; returns the rows acknowledged (visible once
         :meth:`pending_visibility` is False)."""
         if self.endpoint is not None:
@@ -111,13 +111,13 @@ class QuestDBLoad(QuestDBServer, BulkLoad, Storage):
                                    "durability": self._w_durability()})
 
     def bulk_prepare(self) -> None:
-        """W (and M-W, :meth:`~tickbench.engines.questdb.market.QuestDBMarket.market_bulk_prepare`)
-        commits durably: the server runs under sync again (the query cells left it in
+        """W commits durably, on either dataset (M-W's preparation is this one): the server runs
+        under sync again (the query cells left it in
         :data:`~tickbench.engines.questdb.server.QUERY_COMMIT_MODE`), restarted before the clock."""
         if self.endpoint is None:
             self.restart_with(commit_mode=DEFAULT_COMMIT_MODE)
 
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         """W into fresh tables ``w_<fmt>_<table>`` of the running server (``scratch`` is not
         used: the server keeps its tables in its own root). CSV goes through /imp, QuestDB's CSV
         path, into tables created from schema.sql; Parquet through QuestDB's own reader."""
@@ -171,7 +171,7 @@ class QuestDBLoad(QuestDBServer, BulkLoad, Storage):
             rels.append(str(copy.relative_to(self.root / "import")))
         return rels, size
 
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_paper(self, fmt: str, scratch: Path) -> LoadFigures:
         """QuestDB's own simplest path on the same files, into tables it creates itself:
         CSV through /imp with only the timestamp's format given (it detects the other types);
         Parquet through ``CREATE TABLE AS`` / ``INSERT`` from ``read_parquet()``, which reads only
@@ -204,7 +204,7 @@ class QuestDBLoad(QuestDBServer, BulkLoad, Storage):
 
     # ---- SE --------------------------------------------------------------------------------
 
-    def storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_paper(self) -> dict[str, int]:
         """SE, after the store has settled: the server is restarted first, because an open
         table writer keeps its files extended (16 MiB per symbol dictionary, more for the
         last partition) until it is released; closing it trims them to their data.

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tickbench.datasets.market.params import MarketParams
-from tickbench.engines.base import EngineUnavailable, LoadFigures, Market, MarketBulkLoad, MarketStorage
+from tickbench.engines.base import EngineUnavailable, LoadFigures
 from tickbench.engines.questdb.schema import CREATE, TS_PATTERN, bind
 
 if TYPE_CHECKING:
@@ -73,9 +73,11 @@ def market_bindings(params: MarketParams) -> dict[str, Any]:
     return out
 
 
-class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
-    """The market capabilities of QuestDB's adapter: the tables of ``market_schema.sql`` in the
-    server's namespace beside the paper's, loaded over ILP."""
+class QuestDBMarket:
+    """QuestDB's part for the market dataset (picked by ``by_kind``): the tables of
+    ``market_schema.sql`` in the server's namespace beside the paper's, loaded over ILP; W's
+    preparation (:meth:`~tickbench.engines.questdb.load.QuestDBLoad.bulk_prepare`) and the query
+    mode after the load are the paper's own."""
 
     if TYPE_CHECKING:  # the adapter's own, used here
         dataset: Dataset
@@ -96,7 +98,6 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
         def start(self) -> None: ...
         def stop(self) -> None: ...
         def into_query_mode(self) -> None: ...
-        def bulk_prepare(self) -> None: ...
 
     #: The parameters object the query files were last bound to, and its bindings.
     bindings_of: tuple[object, dict[str, Any]] | None = None
@@ -149,7 +150,7 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
                    f"FROM read_parquet('{INSTRUMENTS_IMPORT}')")
         return int(self._exec(f"SELECT count() FROM {name}")["dataset"][0][0])
 
-    def load_market(self) -> int:
+    def _load_market(self) -> int:
         if self.endpoint is not None:
             raise EngineUnavailable("the market suite runs on tickbench's own QuestDB server, not an external endpoint")
         rows = self._load_instruments()
@@ -177,12 +178,7 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
         tag = uuid.uuid4().hex[:12]
         return {t: f"{kind}_{fmt}_{t}_{tag}" for t in MARKET_TABLES}
 
-    def market_bulk_prepare(self) -> None:
-        """M-W commits under W's durable setting: W's own preparation (sync, restarted before
-        the clock)."""
-        self.bulk_prepare()
-
-    def market_bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _bulk_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         """M-W into fresh tables ``mw_<fmt>_<table>_<tag>`` created from ``market_schema.sql`` (the
         server keeps its tables in its own root; ``scratch`` is not used). CSV through /imp,
         QuestDB's CSV path, into the created tables; Parquet through QuestDB's own reader, a
@@ -210,7 +206,7 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
             self._exec(f"INSERT INTO {name} SELECT * FROM ({union}) ORDER BY {order}")
         return self._figures(names, nbytes, "read_parquet() into tables created from market_schema.sql")
 
-    def market_baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+    def _baseline_load_market(self, fmt: str, scratch: Path) -> LoadFigures:
         """QuestDB's own simplest path on the same files, into tables it creates itself: CSV
         through /imp with only the timestamp's format given; Parquet through ``CREATE TABLE AS``
         from ``read_parquet()`` (the files copied under the import root first, and counted)."""
@@ -236,7 +232,7 @@ class QuestDBMarket(Market, MarketBulkLoad, MarketStorage):
 
     # ---- M-SE ------------------------------------------------------------------------------
 
-    def market_storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_market(self) -> dict[str, int]:
         """M-SE: the 20 days' partitions of quotes and trades and the instruments table, split
         as SE's (:meth:`~tickbench.engines.questdb.load.QuestDBLoad.settled_storage`)."""
         days = set(self.params.load_days())

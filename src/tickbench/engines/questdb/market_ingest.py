@@ -2,19 +2,20 @@
 day D streams in, SPEC §2.3's last paragraph): ``market_schema.sql``'s three tables under names
 of their own, ``mi_<tag>_instruments``, ``mi_<tag>_quotes`` and ``mi_<tag>_trades``, made on the
 running server beside the loaded market tables for each store, the instruments loaded as
-:meth:`~.market.QuestDBMarket.load_market` loads them, quotes and trades empty.
+:meth:`~.market.QuestDBMarket._load_market` loads them, quotes and trades empty.
 
 * Writers: the stream suite's writer processes, each with its own ILP/HTTP sender, through the
   ingest store's :class:`~.writer.IlpTarget` aimed at these tables (one payload, one WAL
-  transaction); acknowledged under the query cells' ``cairo.commit.mode``
-  (:data:`~.server.QUERY_COMMIT_MODE`, into which the open restarts the server if M-W or an
-  ingest suite left it otherwise), so that the queries during and alone run as the market
+  transaction); acknowledged under the ``cairo.commit.mode`` of the store's durability
+  setting, as the paper's ingest store (the open restarts the server into it if M-W or an
+  ingest suite left it otherwise): by default ``nosync``, the query cells'
+  (:data:`~.server.QUERY_COMMIT_MODE`), so that the queries during and alone run as the market
   query cells do.
 * Visibility: a WAL transaction is acknowledged once committed and visible once QuestDB's apply
-  job has applied it; :meth:`QuestDBMarketIngest.market_ingest_count` counts what a new query
+  job has applied it; :meth:`QuestDBMarketIngest._ingest_count_market` counts what a new query
   sees now (an interval scan of the designated timestamp), which is the visibility the suite
   measures. The cell's watcher takes the same count in a process of its own
-  (:meth:`QuestDBMarketIngest.market_ingest_counter`: its own HTTP connection, opened there with
+  (:meth:`QuestDBMarketIngest._ingest_counter_market`: its own HTTP connection, opened there with
   the run's credentials).
 * Readers: each user its own kept-alive HTTP connection, the market query file sent to ``/exec``
   as the market users' queries are, its table names after ``FROM`` rewritten to the store's.
@@ -34,8 +35,8 @@ import orjson
 import pyarrow as pa
 
 from tickbench.datasets.market.params import MarketParams, iso_ns
-from tickbench.engines.base import EngineUnavailable, MarketCounter, MarketIngest, MarketReader, StreamTarget
-from tickbench.engines.questdb.ingest import ILP_REQUEST_TIMEOUT_MS
+from tickbench.engines.base import EngineUnavailable, IngestCounter, IngestReader, StreamTarget, upto_all
+from tickbench.engines.questdb.ingest import COMMIT_MODES, ILP_REQUEST_TIMEOUT_MS
 from tickbench.engines.questdb.market import MARKET_SYMBOLS, MARKET_TABLES, market_bindings
 from tickbench.engines.questdb.schema import bind
 from tickbench.engines.questdb.server import LOOPBACK, READER_IDLE_S, json_table
@@ -68,8 +69,9 @@ def count_sql(names: dict[str, str], table: str, upto_ns: int) -> str:
     return f"SELECT count() FROM {names[table]} WHERE ts <= '{iso_ns(upto_ns)}'"
 
 
-class QuestDBMarketIngest(MarketIngest):
-    """The market ingest capability of QuestDB's adapter, on its running server."""
+class QuestDBMarketIngest:
+    """QuestDB's part of :class:`~tickbench.engines.base.Ingest` for the market dataset (picked
+    by ``by_kind``), on its running server."""
 
     if TYPE_CHECKING:  # the adapter's own, used here
         endpoint: Endpoint | None
@@ -85,20 +87,20 @@ class QuestDBMarketIngest(MarketIngest):
         def _load_instruments(self, name: str = "instruments") -> int: ...
         def ilp_auth(self) -> str: ...
         def http_auth(self) -> dict[str, str]: ...
-        def into_query_mode(self) -> None: ...
+        def restart_with(self, **settings: Any) -> None: ...
 
     #: The open store's tables: market table -> the server's name.
     mi_names: dict[str, str] | None = None
     #: The visibility counts' connections (one per thread: the watcher's and the suite's own).
     mi_counts: ReaderPool[http.client.HTTPConnection] | None = None
 
-    def market_ingest_open(self, store: Path) -> None:
+    def _ingest_open_market(self, store: Path, setting: str) -> None:
         """Fresh tables ``mi_<tag>_*`` from ``market_schema.sql`` (earlier stores' dropped), the
         instruments loaded; ``store`` holds nothing (the server keeps its tables in its root)."""
         if self.endpoint is not None:
             raise EngineUnavailable("the market suite runs on tickbench's own QuestDB server, not an external endpoint")
-        self.market_ingest_close()
-        self.into_query_mode()  # the market query cells' mode, whichever cell ran before
+        self._ingest_close_market()
+        self.restart_with(commit_mode=COMMIT_MODES[setting])  # as the paper's store, whichever cell ran before
         for row in self._rows("SELECT table_name FROM tables()"):
             if STORE_TABLE.fullmatch(str(row["table_name"])):
                 self._exec(f"DROP TABLE IF EXISTS {row['table_name']}")
@@ -115,25 +117,25 @@ class QuestDBMarketIngest(MarketIngest):
             raise RuntimeError("the market ingest store is not open")
         return self.mi_names
 
-    def market_ingest_target(self) -> StreamTarget:
+    def _ingest_stream_target_market(self) -> StreamTarget:
         """The ingest store's ILP/HTTP target aimed at the store's quotes and trades."""
         names = self._names()
         return IlpTarget(LOOPBACK, self.ports["http"], ILP_REQUEST_TIMEOUT_MS, self.ilp_auth(),
                          names={t: names[t] for t in MARKET_TABLES}, symbols=MARKET_SYMBOLS)
 
-    def market_ingest_count(self, table: str, upto_ns: int) -> int:
+    def _ingest_count_market(self, table: str, upto_ns: int | None = None) -> int:
         """Rows of the applied WAL transactions with ``ts <= upto_ns``: what a new query sees."""
-        return int(self._exec(count_sql(self._names(), table, upto_ns), pool=self.mi_counts)["dataset"][0][0])
+        return int(self._exec(count_sql(self._names(), table, upto_all(upto_ns)), pool=self.mi_counts)["dataset"][0][0])
 
-    def market_ingest_counter(self) -> MarketCounter:
+    def _ingest_counter_market(self) -> IngestCounter:
         """The same counts from the watcher's own process: the server's address, the run's
         HTTP credentials and the store's names, plain data."""
         return _Counter(LOOPBACK, self.ports["http"], self.http_auth(), self._names())
 
-    def market_ingest_reader(self) -> MarketReader:
+    def _ingest_reader_market(self) -> IngestReader:
         return _Reader(self, self._names())
 
-    def market_ingest_close(self) -> None:
+    def _ingest_close_market(self) -> None:
         """Close the counts' connections and drop the store's tables (a store is never reopened)."""
         if self.mi_counts is not None:
             self.mi_counts.close()
@@ -146,8 +148,8 @@ class QuestDBMarketIngest(MarketIngest):
                 self._exec(f"DROP TABLE IF EXISTS {name}")
 
 
-class _Counter(MarketCounter):
-    """:meth:`QuestDBMarketIngest.market_ingest_count` from another process: one kept-alive HTTP
+class _Counter(IngestCounter):
+    """:meth:`QuestDBMarketIngest._ingest_count_market` from another process: one kept-alive HTTP
     connection of its own to ``/exec``, opened at first use."""
 
     def __init__(self, host: str, port: int, auth: dict[str, str], names: dict[str, str]) -> None:
@@ -178,7 +180,7 @@ class _Counter(MarketCounter):
             self.conn = None
 
 
-class _Reader(MarketReader):
+class _Reader(IngestReader):
     """One user's reader: a kept-alive HTTP connection of its own, market files sent to
     ``/exec`` with the store's table names and the user's parameters written in."""
 

@@ -102,7 +102,7 @@ class Adapter(TimescaleMarket, pg.Adapter):
 
     # -- SE and settings ------------------------------------------------------------------
 
-    def storage_bytes(self) -> dict[str, int]:
+    def _storage_bytes_paper(self) -> dict[str, int]:
         """SE: the 30-day period's chunks (one a day) of the store :meth:`load` built and
         compressed (VACUUMed and CHECKPOINTed there; the queries since wrote nothing): their
         bytes on disk, and beside them the rows' size before and after compression."""

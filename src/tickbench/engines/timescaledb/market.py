@@ -60,8 +60,8 @@ class TimescaleMarket(PostgresMarket):
                 f.result()
         super()._market_finish(c)
 
-    def market_storage_bytes(self) -> dict[str, int]:
-        """M-SE: the 20 days' chunks of both hypertables of the store :meth:`load_market` built
+    def _storage_bytes_market(self) -> dict[str, int]:
+        """M-SE: the 20 days' chunks of both hypertables of the store :meth:`_load_market` built
         and compressed (VACUUMed and CHECKPOINTed there), and the instruments table; beside
         them the rows' bytes before and after compression."""
         days = self.market.load_days()

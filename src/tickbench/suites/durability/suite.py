@@ -82,7 +82,7 @@ class DurabilitySuite(Suite):
         return [durability_id(s) for s in settings(engine) or ("default",)]
 
     def support(self, engine: type[Engine], info: EngineInfo) -> str:
-        reason = self.requires(engine, info)
+        reason = self.refusal(engine, info)
         return f"— {reason}" if reason else "✔ " + ", ".join(f"`{s}`" for s in settings(engine))
 
     def run(self, ctx: CellContext, todo: list[str]) -> None:

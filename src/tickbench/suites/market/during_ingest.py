@@ -1,6 +1,6 @@
 """The market suite's queries during ingest (SPEC §2.3's last paragraph: "how does ingest affect
 queries?"): one cell per (rate, writers), ``M-SNAP/ingest/rate=<r>/writers=<w>``, on an engine
-with the :class:`~tickbench.engines.base.MarketIngest` capability. The same span of day D for
+with the :class:`~tickbench.engines.base.Ingest` capability. The same span of day D for
 every engine (its first ``--ingest-minutes`` of quotes and trades) is replayed in time order into
 a fresh store through the engine's streaming path while the users run M-SNAP over the rows
 already visible (:mod:`tickbench.suites.market.ingest_ops`), beside two controls: the same
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from tickbench import latency, verify
 from tickbench.datasets.market.params import MarketParams
 from tickbench.datasets.market.reference import answer
-from tickbench.engines.base import MarketIngest
+from tickbench.engines.base import Ingest
 from tickbench.suites.base import rate_label
 from tickbench.suites.harness import batch_size, bound
 from tickbench.suites.market.users import SHARED_KEY, Users, client_bound, summarise_ms
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from tickbench.run.cell import CellContext, Worker
 
 PREFIX = "M-SNAP/ingest/"
-NO_INGEST = "no market ingest capability: the engine has no streaming path into the market tables"
+NO_INGEST = "no ingest capability: the engine has no streaming path into the market tables"
 LINGER_S = 0.01  # at a fixed rate a write carries the events due within this long (the stream suite's default)
 RATES: tuple[int | None, ...] = (10_000, 100_000, None)
 WRITERS: tuple[int, ...] = (1, 2)
@@ -150,7 +150,7 @@ class DuringIngest:
         for key in (bench, "M-SNAP/ingest", "M-SNAP"):
             if key in ctx.info.unsupported:
                 return ctx.make(bench, "unsupported", ctx.info.unsupported[key], figures=base)
-        if not issubclass(ctx.engine, MarketIngest):
+        if not issubclass(ctx.engine, Ingest):
             return ctx.make(bench, "unsupported", NO_INGEST, figures=base)
         return self.worker.attempt(bench, lambda: self._cell(bench, rate, writers, base), figures=base)
 

@@ -1,7 +1,7 @@
 """Queries while the market ingests (SPEC §2.3's last paragraph: "how does ingest affect
 queries?"), inside the engine process: a fixed span of day D (its first minutes of quotes and
 trades, the same events for every engine) replayed in time order through the engine's streaming
-path (:class:`~tickbench.engines.base.MarketIngest`) by the stream suite's writers
+path (:class:`~tickbench.engines.base.Ingest`) by the stream suite's writers
 (:mod:`tickbench.suites.harness`), while users, each with its own reader, run M-SNAP over
 the rows already visible. Two controls go with it:
 
@@ -42,7 +42,7 @@ from tickbench import latency
 from tickbench.data.dataset import Dataset
 from tickbench.datasets.base import params_from_dict
 from tickbench.datasets.market.params import MarketParams
-from tickbench.engines.base import Engine, MarketCounter, MarketIngest, MarketReader, Server, capability
+from tickbench.engines.base import Engine, Ingest, IngestCounter, IngestReader, Server, capability
 from tickbench.suites.harness import Child, Destination, Plan, Sink, Writers
 
 perf = time.perf_counter_ns
@@ -134,7 +134,7 @@ class MarketReplay:
 
 
 class Counting(Protocol):
-    def market_ingest_count(self, table: str, upto_ns: int) -> int: ...
+    def ingest_count(self, table: str, upto_ns: int) -> int: ...
 
 
 class Replayed(Protocol):
@@ -169,13 +169,13 @@ class Watermark:
 
     def _holds(self, x: int) -> bool:
         self.polls += 1
-        return all(self.ingest.market_ingest_count(t, x) == self.replay.expected(t, x) for t in TABLES)
+        return all(self.ingest.ingest_count(t, x) == self.replay.expected(t, x) for t in TABLES)
 
     def check(self) -> None:
         """One round: from the visible totals a candidate, bisected down to one that holds."""
         t0 = perf()
         far = 2**62
-        totals = {t: self.ingest.market_ingest_count(t, far) for t in TABLES}
+        totals = {t: self.ingest.ingest_count(t, far) for t in TABLES}
         hi = self.replay.candidate(totals)
         lo = self.value if self.value is not None else self.replay.open_ns - 1
         if hi <= lo:
@@ -273,20 +273,20 @@ def ingest_cell(adapter: Engine, store: Path, rate: int | None, writers: int, mi
     still running: first into a fresh store alone (the ingest-alone control), then into another
     fresh store while ``users`` run M-SNAP over what is visible; then, every acknowledged row
     visible, the same users alone on that store (the queries-alone control)."""
-    ingest = capability(adapter, MarketIngest)
+    ingest = capability(adapter, Ingest)
     replay = MarketReplay(adapter.dataset, users[0], span_ns=int(minutes * 60 * 1e9))
     # Rows of one ts stay in one payload: their order at that ts is the SPEC's (exchange, then
     # seq or trade_id) only if no two writers' commits can interleave them.
     plan = Plan.build(replay.tables, replay.which, batch, writers, together=replay.event_ts)
-    on_commit = bool(type(ingest).market_ingest_visible_on_commit)
+    on_commit = bool(type(ingest).ingest_visible_on_commit)
     shutil.rmtree(store, ignore_errors=True)
     errors: list[str] = []
     servers = adapter.memory_pids() if isinstance(adapter, Server) else []
     alone = _ingest_alone(ingest, plan, store / "alone", servers, rate, cap_s, on_commit, errors)
     try:
-        ingest.market_ingest_open(store / "during")
-        target = ingest.market_ingest_target()
-        readers = [ingest.market_ingest_reader() for _ in users]
+        ingest.ingest_open(store / "during")
+        target = ingest.ingest_stream_target()
+        readers = [ingest.ingest_reader() for _ in users]
         try:
             noop = _noop_users(len(users), repetitions)
             with Writers(target, plan, servers) as pool:
@@ -297,18 +297,18 @@ def ingest_cell(adapter: Engine, store: Path, rate: int | None, writers: int, mi
             for rd in readers:
                 rd.close()
     finally:
-        ingest.market_ingest_close()
+        ingest.ingest_close()
         shutil.rmtree(store, ignore_errors=True)
     out.update({"path": target.path, "dataset_events": replay.total, "replayed_events": len(replay),
                 "span_ns": replay.span_ns, "span_end_ns": replay.end_ns, "open_ns": replay.open_ns,
                 "alone": alone, "ceiling": alone["ceiling"], "ceiling_sink": alone["ceiling_sink"],
                 "visible_on_commit": on_commit,
-                "one_process": type(ingest).market_ingest_one_process if target.in_process else "",
+                "one_process": type(ingest).ingest_one_process if target.in_process else "",
                 "noop": noop, "errors": errors})
     return out
 
 
-def _ingest_alone(ingest: MarketIngest, plan: Plan, store: Path, servers: list[int], rate: int | None,
+def _ingest_alone(ingest: Ingest, plan: Plan, store: Path, servers: list[int], rate: int | None,
                   cap_s: float, on_commit: bool, errors: list[str]) -> dict[str, Any]:
     """The ingest-alone control, in a fresh store of its own: the writers' ceilings (the same
     writers against the null sink, and the loopback sink for writer processes), then the same
@@ -316,8 +316,8 @@ def _ingest_alone(ingest: MarketIngest, plan: Plan, store: Path, servers: list[i
     row is checked visible."""
     ceilings: dict[str, float] = {}
     try:
-        ingest.market_ingest_open(store)
-        target = ingest.market_ingest_target()
+        ingest.ingest_open(store)
+        target = ingest.ingest_stream_target()
         with Writers(target, plan, servers) as pool, Sink() as sink:
             for kind in ("null",) if target.in_process else ("null", "sink"):
                 r = pool.run(Destination(kind, sink.port), None, cap_s, cap_s=cap_s)
@@ -327,7 +327,7 @@ def _ingest_alone(ingest: MarketIngest, plan: Plan, store: Path, servers: list[i
         errors += [f"ingest alone: {e}" for e in run.errors]
         _all_visible(ingest, _acked(plan, run), None, on_commit, errors, "ingest alone")
     finally:
-        ingest.market_ingest_close()
+        ingest.ingest_close()
         shutil.rmtree(store, ignore_errors=True)
     written, seconds = _written(plan, run)
     return {"written": written, "seconds": seconds, "throughput": written / seconds if seconds else 0.0,
@@ -351,14 +351,14 @@ def _written(plan: Plan, run: Any) -> tuple[int, float]:
     return written, elapsed / 1e9
 
 
-def _all_visible(ingest: MarketIngest, acked: dict[str, int], mark: Watermark | None, on_commit: bool,
+def _all_visible(ingest: Ingest, acked: dict[str, int], mark: Watermark | None, on_commit: bool,
                  errors: list[str], label: str) -> None:
     """Wait until every acknowledged row is visible; an engine that declares its writes visible
     on commit must show them all at the first look."""
     deadline = perf() + int(VISIBLE_WAIT_S * 1e9)
     first = True
     while True:
-        short = sum(max(0, acked[t] - ingest.market_ingest_count(t, 2**62)) for t in TABLES)
+        short = sum(max(0, acked[t] - ingest.ingest_count(t, 2**62)) for t in TABLES)
         if not short:
             return
         if first and on_commit:
@@ -407,16 +407,16 @@ def _threads(n: int, fn: Any) -> None:
 
 
 class _CounterCounts:
-    """A :class:`MarketCounter` seen as :class:`Counting`."""
+    """A :class:`IngestCounter` seen as :class:`Counting`."""
 
-    def __init__(self, counter: MarketCounter) -> None:
+    def __init__(self, counter: IngestCounter) -> None:
         self.counter = counter
 
-    def market_ingest_count(self, table: str, upto_ns: int) -> int:
+    def ingest_count(self, table: str, upto_ns: int) -> int:
         return self.counter.count(table, upto_ns)
 
 
-def watcher_main(counter: MarketCounter, ts: dict[str, np.ndarray], open_ns: int, end_ns: int, conn: Any) -> None:
+def watcher_main(counter: IngestCounter, ts: dict[str, np.ndarray], open_ns: int, end_ns: int, conn: Any) -> None:
     """The watcher in a process of its own (:class:`~tickbench.suites.harness.Child`):
     report ready, then check back to back, sending each advance ``("mark", start, end, W)``,
     until the parent's stop; then ``("done", polls, error)``."""
@@ -442,14 +442,14 @@ def watcher_main(counter: MarketCounter, ts: dict[str, np.ndarray], open_ns: int
 
 class _Watcher:
     """The cell's watcher: a thread of this process checking ``mark``, or, for a store whose
-    counts another process may take (:meth:`MarketIngest.market_ingest_counter`), a process of
+    counts another process may take (:meth:`Ingest.ingest_counter`), a process of
     its own whose advances a thread here copies into ``mark``."""
 
-    def __init__(self, ingest: MarketIngest, replay: MarketReplay, mark: Watermark, in_process: bool,
+    def __init__(self, ingest: Ingest, replay: MarketReplay, mark: Watermark, in_process: bool,
                  errors: list[str]) -> None:
         self.mark, self.errors = mark, errors
         self.done = threading.Event()
-        counter = None if in_process else ingest.market_ingest_counter()
+        counter = None if in_process else ingest.ingest_counter()
         self.child: Child | None = None
         self.mode = WATCHER_THREAD
         if counter is not None:
@@ -499,7 +499,7 @@ class _Watcher:
             self.child.join(30)
 
 
-def _engine_run(ingest: MarketIngest, pool: Writers, plan: Plan, replay: MarketReplay, readers: list[MarketReader],
+def _engine_run(ingest: Ingest, pool: Writers, plan: Plan, replay: MarketReplay, readers: list[IngestReader],
                 users: list[MarketParams], rate: int | None, cap_s: float, repetitions: int, on_commit: bool,
                 errors: list[str]) -> dict[str, Any]:
     mark = Watermark(ingest, replay)

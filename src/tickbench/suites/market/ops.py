@@ -1,8 +1,8 @@
-"""The market suite's operations in the engine process: the market dataset's load, M-W's bulk
-loads and M-SE's storage measurement, each timed there, around the adapter's own calls (the
-engine's market capabilities); and the users (:func:`users_op`): in a client process of each
-user's own, or as threads of the engine's process where the engine admits one open per process,
-each user with its own client, timing its own queries."""
+"""The market suite's own operations in the engine process (its load, M-W and M-SE are the
+core ``load`` and :data:`tickbench.suites.cells.WORKER_OPS`, as the published suite's): the users
+(:func:`users_op`), in a client process of each user's own, or as threads of the engine's process
+where the engine admits one open per process, each user with its own client, timing its own
+queries."""
 
 from __future__ import annotations
 
@@ -12,58 +12,17 @@ import itertools
 import os
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from tickbench.datasets.base import params_from_dict
-from tickbench.engines.base import (
-    Engine,
-    Market,
-    MarketBulkLoad,
-    MarketStorage,
-    ProcessClients,
-    SharedReaders,
-    capability,
-)
+from tickbench.engines.base import Engine, ProcessClients, SharedReaders, capability
 from tickbench.run.gate import wait_at_gate
 from tickbench.run.memory import tree_rss
-from tickbench.run.visibility import wait_settled, wait_visible
 
 perf = time.perf_counter_ns
 WARM_GO_NS = 1_000_000  # one process's users, all warm, start their timed queries together this long after
-
-
-def load_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
-    """The market dataset into the engine; the load ends when its rows are queryable and the
-    engine's own work on them (compaction) is done."""
-    t0 = time.perf_counter_ns()
-    rows = capability(adapter, Market).load_market()
-    wait_visible(adapter)
-    wait_settled(adapter)
-    return {"ns": time.perf_counter_ns() - t0, "rows": rows}
-
-
-def bulk_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
-    """M-W: one bulk load of day D from ``fmt`` into a fresh store in ``scratch`` (tickbench's
-    path, or the engine's own simplest with ``baseline``); the clock stops when it is queryable."""
-    bulk = capability(adapter, MarketBulkLoad)
-    load = bulk.market_baseline_load if msg.get("baseline") else bulk.market_bulk_load
-    bulk.market_bulk_prepare()
-    t0 = time.perf_counter_ns()
-    figures = load(msg["fmt"], Path(msg["scratch"]))
-    wait_visible(adapter)
-    rows = figures.committed_rows()
-    return {"ns": time.perf_counter_ns() - t0, "rows": rows, "input_bytes": figures.input_bytes,
-            "detail": figures.detail}
-
-
-def storage_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
-    """M-SE: the bytes of the loaded market days, once the engine has settled."""
-    wait_visible(adapter)
-    wait_settled(adapter)
-    return {"bytes": capability(adapter, MarketStorage).market_storage_bytes()}
 
 
 # -- users (SPEC §2.3's last paragraph) --------------------------------------------------------

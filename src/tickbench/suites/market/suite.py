@@ -1,9 +1,9 @@
-"""The market suite's declaration and protocol (SPEC §2.3): on a market dataset, each engine with
-the market capability loads the 20 days in its own schema; then every M- query is verified and
-timed, M-W loads day D into fresh stores and M-SE measures the loaded days, through the shared
-protocol of :mod:`tickbench.suites.cells`; the users cells (:mod:`tickbench.suites.market.users`)
-run M-VWAB-12D, M-SNAP and M-STATS-UI by several users at once, each with its own client and
-parameters. With ``--save-answers`` the drawn parameters go to
+"""The market suite's declaration and protocol (SPEC §2.3): on a market dataset, each engine that
+serves the market dataset kind (``engine.toml``'s ``kinds``) loads the 20 days in its own schema;
+then every M- query is verified and timed, M-W loads day D into fresh stores and M-SE measures
+the loaded days, through the shared protocol of :mod:`tickbench.suites.cells`; the users cells
+(:mod:`tickbench.suites.market.users`) run M-VWAB-12D, M-SNAP and M-STATS-UI by several users at
+once, each with its own client and parameters. With ``--save-answers`` the drawn parameters go to
 ``answers/<engine>/params.json`` (SPEC §4) beside the answers."""
 
 from __future__ import annotations
@@ -15,24 +15,22 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import ConfigDict
 
 from tickbench.datasets.market.params import MarketParams, universe_reasons, users_reason, write_params_json
-from tickbench.engines.base import Market
+from tickbench.engines.base import Engine
 from tickbench.report.widgets import PageParts, Section, SuiteView
 from tickbench.results import Record
 from tickbench.run.cell import CellContext
 from tickbench.suites.base import Option, Options, Suite, WorkerOp, parse_counts, parse_rates, rate_label
-from tickbench.suites.cells import Cells, LoadStorageFigures
+from tickbench.suites.cells import WORKER_OPS, Cells, LoadStorageFigures
 from tickbench.suites.market import BY_ID, LOADS, QUERY_IDS, during_ingest
 from tickbench.suites.market import report as report_module
 from tickbench.suites.market.during_ingest import DuringIngest, IngestFigures, parse_ingest_id
 from tickbench.suites.market.ingest_ops import ingest_op
-from tickbench.suites.market.ops import bulk_op, load_op, storage_op, users_op
+from tickbench.suites.market.ops import users_op
 from tickbench.suites.market.users import CATEGORY, UI_USERS, VWAB_USERS, Users, UsersFigures, parse_id
 from tickbench.suites.market.users import cell_ids as users_cells
 
 if TYPE_CHECKING:
-    from tickbench.engines.base import Engine, EngineInfo
-
-NO_MARKET = "no market capability: the engine does not load the market dataset's tables yet"
+    from tickbench.engines.base import EngineInfo
 
 
 class MarketFigures(LoadStorageFigures, UsersFigures, IngestFigures):
@@ -78,17 +76,9 @@ class MarketSuite(Suite):
     )
     own_sections = True
     report: ClassVar[ModuleType | None] = report_module
-    worker_ops: ClassVar[dict[str, WorkerOp]] = {"market_load": load_op, "market_bulk": bulk_op,
-                                                  "market_storage": storage_op, "market_users": users_op,
-                                                  "market_ingest": ingest_op}
-    load_op = "market_load"
+    worker_ops: ClassVar[dict[str, WorkerOp]] = {**WORKER_OPS, "market_users": users_op, "market_ingest": ingest_op}
     endpoint_refusal = ("its tables (instruments, quotes, trades) are not yet created in a namespace of their own "
                         "on a user's server; run it on a server tickbench starts")
-
-    def requires(self, engine: type[Engine], info: EngineInfo) -> str | None:
-        if not issubclass(engine, Market):
-            return info.unsupported.get(self.name, NO_MARKET)
-        return None
 
     def cell_ids(self, opts: Options, engine: type[Engine]) -> list[str]:
         return [*QUERY_IDS, *users_cells(opts["users"], opts["ui_users"]),
@@ -102,7 +92,7 @@ class MarketSuite(Suite):
         return BY_ID[benchmark].category if benchmark in BY_ID else "write/storage"
 
     def support(self, engine: type[Engine], info: EngineInfo) -> str:
-        reason = self.requires(engine, info)
+        reason = self.refusal(engine, info)
         if reason is not None:
             return f"— {reason}"
         gaps = [q for q in QUERY_IDS if q in info.unsupported]
@@ -122,8 +112,7 @@ class MarketSuite(Suite):
         worker = ctx.worker("engine", load=True)
         if not worker.start_or_fail(todo, then=lambda: ctx.meta.update(worker.call(60, op="info"))):
             return
-        cells = Cells(ctx, worker, list(params.M), w_id="M-W", se_id="M-SE", bulk_op="market_bulk",
-                      storage_op="market_storage")
+        cells = Cells(ctx, worker, list(params.M), w_id="M-W", se_id="M-SE")
         users = Users(ctx, worker)
         ingest = DuringIngest(ctx, worker, users)
         try:
@@ -194,7 +183,7 @@ def universe_notes(universe: int, opts: Options | None = None) -> list[str]:
     ``generate`` and ``validate`` to say (a note, not a refusal)."""
     unserved = universe_reasons(universe)
     by_reason: dict[str, list[str]] = {}
-    for bench in SUITE.cell_ids({**SUITE.defaults(), **(opts or {})}, Market):
+    for bench in SUITE.cell_ids({**SUITE.defaults(), **(opts or {})}, Engine):
         why = not_applicable(bench, unserved, universe)
         if why is not None:
             cells = by_reason.setdefault(why, [])

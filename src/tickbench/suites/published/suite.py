@@ -10,9 +10,8 @@ from tickbench.report.widgets import PageParts, Section, SuiteView
 from tickbench.results import Record
 from tickbench.run.cell import CellContext
 from tickbench.suites.base import Suite, WorkerOp
-from tickbench.suites.cells import Cells, LoadStorageFigures
+from tickbench.suites.cells import WORKER_OPS, Cells, LoadStorageFigures
 from tickbench.suites.published import BENCHMARKS, BY_ID, QUERY_IDS, report
-from tickbench.suites.published.ops import bulk_op, storage_op
 
 if TYPE_CHECKING:
     from tickbench.engines.base import Engine, EngineInfo
@@ -27,7 +26,7 @@ class PublishedSuite(Suite):
     summary = "the reference paper's 14 queries, W (bulk load) and SE (storage efficiency)"
     figures_model = LoadStorageFigures
     own_sections = True
-    worker_ops: ClassVar[dict[str, WorkerOp]] = {"bulk": bulk_op, "storage": storage_op}
+    worker_ops: ClassVar[dict[str, WorkerOp]] = WORKER_OPS
     endpoint_refusal = None
     endpoint_unmeasured: ClassVar[dict[str, str]] = {
         "W": "not measured on an external endpoint: W loads the bulk day into fresh stores of its own beside "

@@ -1,4 +1,5 @@
-"""Write imported quotes and trades of many instruments as a market dataset (SPEC §1.3's layout).
+"""Write imported quotes and trades of many instruments as a market dataset (SPEC §1.3's layout):
+:func:`write_market`, this kind's :meth:`~tickbench.datasets.base.DatasetKind.import_into`.
 
 Two passes, memory bounded by the day (not the capture):
 
@@ -24,12 +25,13 @@ Two passes, memory bounded by the day (not the capture):
    from the 5-minute boundary at or before the earliest time to the end of the latest minute
    with data, UTC) and the manifest.
 
-Everything is written into the caller's staging directory; the caller renames it into place.
+Everything is written into the caller's staging directory, then renamed into place.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -50,7 +52,8 @@ from tickbench.data.dataset import (
     hash_table,
     name_problem,
 )
-from tickbench.data.importers.common import BAD_COL, ROW_COL, Chunk
+from tickbench.data.importers import MARKET_READERS, ImportResult, coalesce, finish_stage
+from tickbench.data.importers.common import BAD_COL, ROW_COL, Chunk, ReaderOptions
 from tickbench.data.importers.writer import ImportFailure
 from tickbench.data.violations import (
     AMOUNT_NOT_POSITIVE,
@@ -344,3 +347,20 @@ def chunks_of(tables: set[str], source: Iterator[Chunk]) -> Iterator[Chunk]:
         if c.table not in tables:
             raise DatasetError(f"{c.source}: {c.table} rows cannot go into a market dataset (quotes and trades)")
         yield c
+
+
+def write_market(fmt: str, paths: list[Path], out: Path, stage: Path, opts: ReaderOptions, limit: int,
+                 sample: int | None, trade_ids: str) -> ImportResult:
+    """A market dataset (SPEC §1.3) from quotes and trades files (``fmt``'s market reader), into
+    ``stage``, then ``out``: this kind's :meth:`~tickbench.datasets.base.DatasetKind.import_into`."""
+    if sample is not None:
+        raise DatasetError("--sample: a market dataset keeps every quote (the option samples order books)")
+    builder = MarketBuilder(stage, opts.policy)
+    for chunk in coalesce(chunks_of({"quotes", "trades"}, MARKET_READERS[fmt](paths, opts)), limit // 16):
+        builder.add(chunk)
+    builder.dropped.update(opts.dropped)  # rows a reader left out itself (TAQ's corrected trades)
+    manifest = builder.finish(fmt, {"files": sorted(p.name for p in paths), "policy": opts.policy,
+                                    "clock": opts.clock, "trade_ids": trade_ids, **opts.notes})
+    shutil.rmtree(stage / ".spill", ignore_errors=True)
+    finish_stage(stage, out, manifest)
+    return ImportResult(manifest, dict(builder.dropped), dict(builder.rows_in))

@@ -72,7 +72,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import pyarrow as pa
 
@@ -824,6 +824,75 @@ def by_kind(dataset: Dataset, **parts: P) -> P:
     if dataset.kind not in parts:
         raise EngineUnavailable(f"serves the {', '.join(parts)} datasets, not a {dataset.kind} dataset")
     return parts[dataset.kind]
+
+
+class StoreByKind:
+    """For an adapter that serves the paper's and the market's datasets: :meth:`Engine.load`,
+    :class:`BulkLoad`'s loads and :class:`Storage`'s bytes, written once, each running the
+    adapter's part for its dataset's kind (``_load_paper`` / ``_load_market``, …; only the parts
+    of the capabilities the adapter has). First among the adapter's bases, so that these are the
+    methods that run."""
+
+    dataset: Dataset
+    if TYPE_CHECKING:  # the parts, which the adapter (or its market mixin) defines
+        def _load_paper(self) -> int: ...
+        def _load_market(self) -> int: ...
+        def _bulk_load_paper(self, fmt: str, scratch: Path) -> LoadFigures: ...
+        def _bulk_load_market(self, fmt: str, scratch: Path) -> LoadFigures: ...
+        def _baseline_load_paper(self, fmt: str, scratch: Path) -> LoadFigures: ...
+        def _baseline_load_market(self, fmt: str, scratch: Path) -> LoadFigures: ...
+        def _storage_bytes_paper(self) -> dict[str, int]: ...
+        def _storage_bytes_market(self) -> dict[str, int]: ...
+
+    def load(self) -> int:
+        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
+
+    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        return by_kind(self.dataset, paper=self._bulk_load_paper, market=self._bulk_load_market)(fmt, scratch)
+
+    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
+        return by_kind(self.dataset, paper=self._baseline_load_paper, market=self._baseline_load_market)(fmt, scratch)
+
+    def storage_bytes(self) -> dict[str, int]:
+        return by_kind(self.dataset, paper=self._storage_bytes_paper, market=self._storage_bytes_market)()
+
+
+class IngestByKind:
+    """:class:`Ingest`'s store, written once for an adapter that ingests both kinds: each
+    method runs the adapter's part for its dataset's kind (``_ingest_open_paper`` /
+    ``_ingest_open_market``, …), under one durability setting (:meth:`Ingest.durability_setting`);
+    the reader and the counter serve the market's during-ingest cell alone. First among the
+    adapter's bases, with :class:`StoreByKind`."""
+
+    dataset: Dataset
+    if TYPE_CHECKING:
+        def durability_setting(self, durability: str | None) -> str: ...
+        def _ingest_open_paper(self, store: Path, durability: str | None = None) -> None: ...
+        def _ingest_open_market(self, store: Path, durability: str | None = None) -> None: ...
+        def _ingest_stream_target_paper(self) -> StreamTarget: ...
+        def _ingest_stream_target_market(self) -> StreamTarget: ...
+        def _ingest_count_paper(self, table: str, upto_ns: int | None = None) -> int: ...
+        def _ingest_count_market(self, table: str, upto_ns: int | None = None) -> int: ...
+        def _ingest_close_paper(self) -> None: ...
+        def _ingest_close_market(self) -> None: ...
+        def _ingest_reader_market(self) -> IngestReader: ...
+
+    def ingest_open(self, store: Path, durability: str | None = None) -> None:
+        setting = self.durability_setting(durability)  # one setting path for every kind
+        by_kind(self.dataset, paper=self._ingest_open_paper, market=self._ingest_open_market)(store, setting)
+
+    def ingest_stream_target(self) -> StreamTarget:
+        return by_kind(self.dataset, paper=self._ingest_stream_target_paper,
+                       market=self._ingest_stream_target_market)()
+
+    def ingest_count(self, table: str, upto_ns: int | None = None) -> int:
+        return by_kind(self.dataset, paper=self._ingest_count_paper, market=self._ingest_count_market)(table, upto_ns)
+
+    def ingest_close(self) -> None:
+        by_kind(self.dataset, paper=self._ingest_close_paper, market=self._ingest_close_market)()
+
+    def ingest_reader(self) -> IngestReader:
+        return by_kind(self.dataset, market=self._ingest_reader_market)()
 
 
 def capability(adapter: Engine, cap: type[C]) -> C:

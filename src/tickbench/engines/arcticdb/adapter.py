@@ -53,11 +53,12 @@ from tickbench.engines.base import (
     Engine,
     EngineInfo,
     Ingest,
+    IngestByKind,
     IngestClient,
-    IngestReader,
     LoadFigures,
     SharedReaders,
     Storage,
+    StoreByKind,
     StreamTarget,
     by_kind,
     whole_store,
@@ -87,7 +88,7 @@ def load_query(path: Path) -> ModuleType:
     return module
 
 
-class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest, SharedReaders):
+class Adapter(StoreByKind, IngestByKind, ArcticMarket, Engine, BulkLoad, Storage, Ingest, SharedReaders):
     ac: adb.Arctic | None = None
     store: Store | None = None
     ingest: IngestStore | None = None
@@ -267,39 +268,6 @@ class Adapter(ArcticMarket, Engine, BulkLoad, Storage, Ingest, SharedReaders):
         if self.ingest is not None:
             self.ingest.close()
             self.ingest = None
-
-    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
-
-    def load(self) -> int:
-        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
-
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._bulk_load_paper, market=self._bulk_load_market)(fmt, scratch)
-
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._baseline_load_paper,
-                       market=self._baseline_load_market)(fmt, scratch)
-
-    def storage_bytes(self) -> dict[str, int]:
-        return by_kind(self.dataset, paper=self._storage_bytes_paper, market=self._storage_bytes_market)()
-
-    def ingest_open(self, store: Path, durability: str | None = None) -> None:
-        setting = self.durability_setting(durability)  # one setting path for every kind
-        by_kind(self.dataset, paper=lambda: self._ingest_open_paper(store, setting),
-                market=lambda: self._ingest_open_market(store, setting))()
-
-    def ingest_stream_target(self) -> StreamTarget:
-        return by_kind(self.dataset, paper=self._ingest_stream_target_paper,
-                       market=self._ingest_stream_target_market)()
-
-    def ingest_count(self, table: str, upto_ns: int | None = None) -> int:
-        return by_kind(self.dataset, paper=self._ingest_count_paper, market=self._ingest_count_market)(table, upto_ns)
-
-    def ingest_close(self) -> None:
-        by_kind(self.dataset, paper=self._ingest_close_paper, market=self._ingest_close_market)()
-
-    def ingest_reader(self) -> IngestReader:
-        return by_kind(self.dataset, market=self._ingest_reader_market)()  # the market's during-ingest cell alone
 
     def settings(self) -> dict[str, Any]:
         store = self._store()

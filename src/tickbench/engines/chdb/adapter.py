@@ -31,13 +31,13 @@ from tickbench.engines.base import (
     EngineTime,
     EngineUnavailable,
     Ingest,
+    IngestByKind,
     IngestClient,
-    IngestReader,
     LoadFigures,
     ProcessClients,
     Storage,
+    StoreByKind,
     StreamTarget,
-    by_kind,
     storage_figures,
     whole_store,
 )
@@ -104,7 +104,7 @@ INGEST_LATEST = ("SELECT sym, ts, b1price, a1price FROM {db:Identifier}.book "
                  "ORDER BY sym, ts DESC LIMIT 1 BY sym")
 
 
-class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, ChdbMarket):
+class Adapter(StoreByKind, IngestByKind, Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, ChdbMarket):
     # A session or, for a user's client (open_client), a connection of its own: same query().
     session: Session | Connection | None = None
     # True while the session's last statement was a benchmark query (see query_memory_bytes).
@@ -356,39 +356,6 @@ class Adapter(Engine, BulkLoad, Storage, Ingest, EngineTime, ProcessClients, Chd
         # MergeTree writes parts straight to disk: no write-ahead log to count.
         return storage_figures("parts_bytes_on_disk", disk - index, index, 0, active_parts=parts,
                                merges_running=merging)
-
-    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
-
-    def load(self) -> int:
-        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
-
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._bulk_load_paper, market=self._bulk_load_market)(fmt, scratch)
-
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._baseline_load_paper,
-                       market=self._baseline_load_market)(fmt, scratch)
-
-    def storage_bytes(self) -> dict[str, int]:
-        return by_kind(self.dataset, paper=self._storage_bytes_paper, market=self._storage_bytes_market)()
-
-    def ingest_open(self, store: Path, durability: str | None = None) -> None:
-        setting = self.durability_setting(durability)  # one setting path for every kind
-        by_kind(self.dataset, paper=lambda: self._ingest_open_paper(store, setting),
-                market=lambda: self._ingest_open_market(store, setting))()
-
-    def ingest_stream_target(self) -> StreamTarget:
-        return by_kind(self.dataset, paper=self._ingest_stream_target_paper,
-                       market=self._ingest_stream_target_market)()
-
-    def ingest_count(self, table: str, upto_ns: int | None = None) -> int:
-        return by_kind(self.dataset, paper=self._ingest_count_paper, market=self._ingest_count_market)(table, upto_ns)
-
-    def ingest_close(self) -> None:
-        by_kind(self.dataset, paper=self._ingest_close_paper, market=self._ingest_close_market)()
-
-    def ingest_reader(self) -> IngestReader:
-        return by_kind(self.dataset, market=self._ingest_reader_market)()  # the market's during-ingest cell alone
 
     def settings(self) -> dict[str, Any]:
         rows = self._sql(SETTINGS, fmt="ArrowTable").to_pylist()

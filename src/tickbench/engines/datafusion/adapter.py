@@ -19,7 +19,16 @@ from datafusion import DataFrame, SessionConfig, SessionContext, col
 from datafusion.dataframe import DataFrameWriteOptions
 
 from tickbench.datasets.paper.schema import SCHEMAS, TABLES
-from tickbench.engines.base import BulkLoad, Engine, LoadFigures, SharedReaders, Storage, by_kind, storage_figures
+from tickbench.engines.base import (
+    BulkLoad,
+    Engine,
+    LoadFigures,
+    SharedReaders,
+    Storage,
+    StoreByKind,
+    by_kind,
+    storage_figures,
+)
 from tickbench.engines.datafusion.market import MARKET_SETTINGS, DataFusionMarket, register_market
 from tickbench.engines.datafusion.store import (
     DURABILITY,
@@ -85,7 +94,7 @@ def write_venues(ctx: SessionContext, store: Path, day: str) -> None:
                   day_dir(store, VENUES, day), sort=("sym", "exchange"))
 
 
-class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
+class Adapter(StoreByKind, Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
     ctx: SessionContext | None = None
 
     @classmethod
@@ -233,21 +242,6 @@ class Adapter(Engine, BulkLoad, Storage, SharedReaders, DataFusionMarket):
                 total += sum(f.stat().st_size for f in day_dir(self.store, table, day).glob("*.parquet"))
         # Parquet keeps its page index and statistics in each file's footer: all of it is data.
         return storage_figures("parquet_files", total, 0, 0)
-
-    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
-
-    def load(self) -> int:
-        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
-
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._bulk_load_paper, market=self._bulk_load_market)(fmt, scratch)
-
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._baseline_load_paper,
-                       market=self._baseline_load_market)(fmt, scratch)
-
-    def storage_bytes(self) -> dict[str, int]:
-        return by_kind(self.dataset, paper=self._storage_bytes_paper, market=self._storage_bytes_market)()
 
     def settings(self) -> dict[str, Any]:
         ctx = self._ctx()

@@ -24,13 +24,18 @@ time of each query is the growth of its HTTP service's ``queryReqDurationNs`` co
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pyarrow as pa
 
 from tickbench.datasets.paper.spec import BY_ID
-from tickbench.engines.base import EngineTime, IngestCounter, IngestReader, LoadFigures, StreamTarget, by_kind
+from tickbench.engines.base import (
+    EngineTime,
+    IngestByKind,
+    IngestCounter,
+    StoreByKind,
+    by_kind,
+)
 from tickbench.engines.influxdb.ingest import InfluxDBIngest
 from tickbench.engines.influxdb.load import InfluxDBLoad
 from tickbench.engines.influxdb.market import InfluxMarket, MarketHeader, shape
@@ -50,7 +55,7 @@ from tickbench.engines.influxdb.writer import Session
 PARAM = re.compile(r"\$([a-z_0-9]+)")
 
 
-class Adapter(InfluxMarket, InfluxMarketIngest, InfluxDBLoad, InfluxDBIngest, EngineTime):
+class Adapter(StoreByKind, IngestByKind, InfluxMarket, InfluxMarketIngest, InfluxDBLoad, InfluxDBIngest, EngineTime):
     """InfluxDB: the query path, over its server, query store and ingest store; each capability
     serves both dataset kinds, its part for each picked by ``by_kind``."""
 
@@ -59,39 +64,6 @@ class Adapter(InfluxMarket, InfluxMarketIngest, InfluxDBLoad, InfluxDBIngest, En
 
     query_requests = 1  # the InfluxQL requests the last run_query sent (a lookback: one a round)
     flux_requests = 0  # the Flux requests it sent
-
-    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
-
-    def load(self) -> int:
-        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
-
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._bulk_load_paper, market=self._bulk_load_market)(fmt, scratch)
-
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._baseline_load_paper,
-                       market=self._baseline_load_market)(fmt, scratch)
-
-    def storage_bytes(self) -> dict[str, int]:
-        return by_kind(self.dataset, paper=self._storage_bytes_paper, market=self._storage_bytes_market)()
-
-    def ingest_open(self, store: Path, durability: str | None = None) -> None:
-        setting = self.durability_setting(durability)  # one setting path for every kind
-        by_kind(self.dataset, paper=lambda: self._ingest_open_paper(store, setting),
-                market=lambda: self._ingest_open_market(store, setting))()
-
-    def ingest_stream_target(self) -> StreamTarget:
-        return by_kind(self.dataset, paper=self._ingest_stream_target_paper,
-                       market=self._ingest_stream_target_market)()
-
-    def ingest_count(self, table: str, upto_ns: int | None = None) -> int:
-        return by_kind(self.dataset, paper=self._ingest_count_paper, market=self._ingest_count_market)(table, upto_ns)
-
-    def ingest_close(self) -> None:
-        by_kind(self.dataset, paper=self._ingest_close_paper, market=self._ingest_close_market)()
-
-    def ingest_reader(self) -> IngestReader:
-        return by_kind(self.dataset, market=self._ingest_reader_market)()  # the market's during-ingest cell alone
 
     def ingest_counter(self) -> IngestCounter | None:
         return by_kind(self.dataset, market=self._ingest_counter_market)()  # the market's during-ingest cell alone

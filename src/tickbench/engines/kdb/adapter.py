@@ -47,6 +47,7 @@ from tickbench.engines.base import (
     EngineUnavailable,
     LoadFigures,
     Storage,
+    StoreByKind,
     by_kind,
     storage_figures,
 )
@@ -310,7 +311,7 @@ class Remote:
         self.conn.close()
 
 
-class Adapter(KdbMarket, Engine, BulkLoad, Storage):
+class Adapter(StoreByKind, KdbMarket, Engine, BulkLoad, Storage):
     external_endpoint = True  # a q process over IPC (Remote), through PyKX unlicensed
 
     def __init__(self, info: EngineInfo, workdir: Path, dataset: Dataset, params: QueryParams) -> None:
@@ -551,21 +552,6 @@ class Adapter(KdbMarket, Engine, BulkLoad, Storage):
         sym = (self.hdb / "sym").stat().st_size if (self.hdb / "sym").is_file() else 0
         # An HDB is its column files: p# lives in the column's own file, and nothing is logged.
         return storage_figures("hdb_month_partitions_and_sym", parts + sym, 0, 0, hdb_total=_du(self.hdb))
-
-    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
-
-    def load(self) -> int:
-        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
-
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._bulk_load_paper, market=self._bulk_load_market)(fmt, scratch)
-
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._baseline_load_paper,
-                       market=self._baseline_load_market)(fmt, scratch)
-
-    def storage_bytes(self) -> dict[str, int]:
-        return by_kind(self.dataset, paper=self._storage_bytes_paper, market=self._storage_bytes_market)()
 
     def settings(self) -> dict[str, Any]:
         kx = self._q()

@@ -38,7 +38,7 @@ import pyarrow as pa
 from tickbench.data.dataset import Dataset, empty_frame
 from tickbench.datasets.paper.params import QueryParams
 from tickbench.datasets.paper.schema import SCHEMAS
-from tickbench.engines.base import Engine, EngineInfo, by_kind
+from tickbench.engines.base import Engine, EngineInfo, StoreByKind, by_kind
 from tickbench.engines.polars.market import PolarsMarket
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -163,7 +163,7 @@ def load_query(path: Path) -> QueryFn:
     return fn
 
 
-class Adapter(PolarsMarket, Engine):
+class Adapter(StoreByKind, PolarsMarket, Engine):
     persistent = False  # the frames live in the process: a restart loads again
     users_limit: ClassVar[str] = (
         "in-memory: the frames live in the engine's process, so the users are threads over them, each with its "
@@ -215,11 +215,6 @@ class Adapter(PolarsMarket, Engine):
         if store is None:
             raise RuntimeError("Polars: nothing loaded since start()")
         return store
-
-    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
-
-    def load(self) -> int:
-        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
 
     def run_query(self, qid: str) -> pa.Table:
         return self._query(qid)(self._held(), bindings(self.params.bindings())).collect().to_arrow()

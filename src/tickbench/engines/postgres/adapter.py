@@ -33,14 +33,19 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from pathlib import Path
 from typing import Any, ClassVar
 
 import psycopg
 import pyarrow as pa
 
 from tickbench.datasets.base import RunParams
-from tickbench.engines.base import EngineTime, IngestCounter, IngestReader, LoadFigures, StreamTarget, by_kind
+from tickbench.engines.base import (
+    EngineTime,
+    IngestByKind,
+    IngestCounter,
+    StoreByKind,
+    by_kind,
+)
 from tickbench.engines.postgres.ingest import PostgresIngest
 from tickbench.engines.postgres.load import PostgresLoad
 from tickbench.engines.postgres.market import PostgresMarket
@@ -54,45 +59,13 @@ STATEMENT_TOTALS = ("SELECT coalesce(sum(calls), 0), coalesce(sum(total_exec_tim
                     "WHERE queryid = %s AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())")
 
 
-class Adapter(PostgresMarket, PostgresMarketIngest, PostgresLoad, PostgresIngest, EngineTime):
+class Adapter(StoreByKind, IngestByKind, PostgresMarket, PostgresMarketIngest, PostgresLoad, PostgresIngest,
+              EngineTime):
     """PostgreSQL: the query path, over its server, query store, ingest store and market ingest
     store; each capability serves both dataset kinds, its part for each picked by ``by_kind``."""
 
     # A COPY's rows are visible to every statement that begins after it commits (read committed).
     ingest_visible_on_commit: ClassVar[bool] = True
-
-    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
-
-    def load(self) -> int:
-        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
-
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._bulk_load_paper, market=self._bulk_load_market)(fmt, scratch)
-
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._baseline_load_paper,
-                       market=self._baseline_load_market)(fmt, scratch)
-
-    def storage_bytes(self) -> dict[str, int]:
-        return by_kind(self.dataset, paper=self._storage_bytes_paper, market=self._storage_bytes_market)()
-
-    def ingest_open(self, store: Path, durability: str | None = None) -> None:
-        setting = self.durability_setting(durability)  # one setting path for every kind
-        by_kind(self.dataset, paper=lambda: self._ingest_open_paper(store, setting),
-                market=lambda: self._ingest_open_market(store, setting))()
-
-    def ingest_stream_target(self) -> StreamTarget:
-        return by_kind(self.dataset, paper=self._ingest_stream_target_paper,
-                       market=self._ingest_stream_target_market)()
-
-    def ingest_count(self, table: str, upto_ns: int | None = None) -> int:
-        return by_kind(self.dataset, paper=self._ingest_count_paper, market=self._ingest_count_market)(table, upto_ns)
-
-    def ingest_close(self) -> None:
-        by_kind(self.dataset, paper=self._ingest_close_paper, market=self._ingest_close_market)()
-
-    def ingest_reader(self) -> IngestReader:
-        return by_kind(self.dataset, market=self._ingest_reader_market)()  # the market's during-ingest cell alone
 
     def ingest_counter(self) -> IngestCounter | None:
         return by_kind(self.dataset, market=self._ingest_counter_market)()  # the market's during-ingest cell alone

@@ -25,14 +25,19 @@ import html
 import json
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tickbench.engines.base import EngineTime, IngestCounter, IngestReader, LoadFigures, StreamTarget, by_kind
+from tickbench.engines.base import (
+    EngineTime,
+    IngestByKind,
+    IngestCounter,
+    StoreByKind,
+    by_kind,
+)
 from tickbench.engines.questdb.ingest import QuestDBIngest
 from tickbench.engines.questdb.load import QuestDBLoad
 from tickbench.engines.questdb.market import QuestDBMarket
@@ -57,7 +62,7 @@ def _parquet_decoder(answer: pa.Table) -> Callable[[], object]:
     return lambda: pq.read_table(pa.BufferReader(data))
 
 
-class Adapter(QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket, QuestDBMarketIngest):
+class Adapter(StoreByKind, IngestByKind, QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket, QuestDBMarketIngest):
     """QuestDB: the query path, over its server, query store, ingest store and market ingest
     store; each capability serves both dataset kinds, its part for each picked by ``by_kind``
     (W's preparation, the query mode after a load and the durability settings are one for both)."""
@@ -70,39 +75,6 @@ class Adapter(QuestDBLoad, QuestDBIngest, EngineTime, QuestDBMarket, QuestDBMark
         self.last_exported = False
         #: The µs timestamp of the last export log row :meth:`query_server_ns` read.
         self.export_log_mark = 0
-
-    # -- each capability for every dataset kind: the paper's part and the market's, by by_kind --
-
-    def load(self) -> int:
-        return by_kind(self.dataset, paper=self._load_paper, market=self._load_market)()
-
-    def bulk_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._bulk_load_paper, market=self._bulk_load_market)(fmt, scratch)
-
-    def baseline_load(self, fmt: str, scratch: Path) -> LoadFigures:
-        return by_kind(self.dataset, paper=self._baseline_load_paper,
-                       market=self._baseline_load_market)(fmt, scratch)
-
-    def storage_bytes(self) -> dict[str, int]:
-        return by_kind(self.dataset, paper=self._storage_bytes_paper, market=self._storage_bytes_market)()
-
-    def ingest_open(self, store: Path, durability: str | None = None) -> None:
-        setting = self.durability_setting(durability)  # one setting path for every kind
-        by_kind(self.dataset, paper=lambda: self._ingest_open_paper(store, setting),
-                market=lambda: self._ingest_open_market(store, setting))()
-
-    def ingest_stream_target(self) -> StreamTarget:
-        return by_kind(self.dataset, paper=self._ingest_stream_target_paper,
-                       market=self._ingest_stream_target_market)()
-
-    def ingest_count(self, table: str, upto_ns: int | None = None) -> int:
-        return by_kind(self.dataset, paper=self._ingest_count_paper, market=self._ingest_count_market)(table, upto_ns)
-
-    def ingest_close(self) -> None:
-        by_kind(self.dataset, paper=self._ingest_close_paper, market=self._ingest_close_market)()
-
-    def ingest_reader(self) -> IngestReader:
-        return by_kind(self.dataset, market=self._ingest_reader_market)()  # the market's during-ingest cell alone
 
     def ingest_counter(self) -> IngestCounter | None:
         return by_kind(self.dataset, market=self._ingest_counter_market)()  # the market's during-ingest cell alone

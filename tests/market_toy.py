@@ -61,6 +61,7 @@ from tickbench.engines.base import (
 DECODE_S = 0.0  # a slow client: seconds its decoding of each answer takes (install_toy's decode_s)
 PIDS_FILE = ""  # where each client process of its own writes its pid (install_toy's pids_file)
 SLOW_FIRST_S = 0.0  # a slow warm-up: user 1's first query on each client takes this long (install_toy's)
+USER_WORK_S = 0.0  # users' work of different sizes: user i's every query takes (i + 1) times this at least
 
 
 class Adapter(Engine, SharedReaders):
@@ -119,6 +120,7 @@ class Adapter(Engine, SharedReaders):
         if SLOW_FIRST_S and self.params.user == 1 and not self.__dict__.get("warm"):  # type: ignore[attr-defined]
             self.warm = True
             time.sleep(SLOW_FIRST_S)
+        time.sleep(USER_WORK_S * (self.params.user + 1))  # type: ignore[attr-defined]
         table = bound(self.con, self.query_text(qid), self.params)
         time.sleep(DECODE_S)  # the client's decoding of the answer
         return table
@@ -249,15 +251,16 @@ ANSWERED = ("M-VWAB-12D", "M-SNAP", "M-STATS-UI")
 def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymarket",
                 extra_unsupported: dict[str, str] | None = None, query_override: dict[str, str] | None = None,
                 ingest: bool = False, send_delay_s: float = 0.0, threads: bool = False, decode_s: float = 0.0,
-                pids_file: Path | None = None, slow_first_s: float = 0.0) -> str:
+                pids_file: Path | None = None, slow_first_s: float = 0.0, user_work_s: float = 0.0) -> str:
     """Write the toy engine ``name`` into a package under ``root`` and make it discoverable (this
     process and the engine processes it spawns); with ``ingest`` it also has the market ingest
     capability (a DuckDB store written by cursors of one connection), each write taking at least
     ``send_delay_s``. Its users are client processes of their own (each writing its pid to
     ``pids_file``), or with ``threads`` threads of the engine's process, each with a connection of
     its own (an engine that admits one open per process, as chDB); its client takes ``decode_s``
-    to decode each answer, and user 1's first query on a client ``slow_first_s`` (a slow
-    warm-up). Returns the engine's name."""
+    to decode each answer, user 1's first query on a client ``slow_first_s`` (a slow
+    warm-up), and user i's every query ``(i + 1) * user_work_s`` more (users' work of different
+    sizes). Returns the engine's name."""
     # A package name of its own per install: the registry caches adapter classes by module.
     package = f"{name}_" + re.sub(r"\W", "_", root.name)
     pkg = root / "plugins" / package
@@ -273,6 +276,7 @@ def install_toy(root: Path, monkeypatch: pytest.MonkeyPatch, name: str = "toymar
     adapter = adapter.replace("DECODE_S = 0.0", f"DECODE_S = {float(decode_s)!r}")
     adapter = adapter.replace('PIDS_FILE = ""', f"PIDS_FILE = {str(pids_file or '')!r}")
     adapter = adapter.replace("SLOW_FIRST_S = 0.0", f"SLOW_FIRST_S = {float(slow_first_s)!r}")
+    adapter = adapter.replace("USER_WORK_S = 0.0", f"USER_WORK_S = {float(user_work_s)!r}")
     if threads:
         adapter = adapter.replace("class Adapter(Engine, SharedReaders):",
                                   "class Adapter(Engine, ProcessClients):\n"

@@ -213,39 +213,69 @@ def _left(procs: list[psutil.Process], timeout: float = 30) -> list[psutil.Proce
     return [p for p in procs if _alive(p)]
 
 
+def _frozen(workers: list[psutil.Process]) -> bool:
+    """Stop (SIGSTOP) the generator's workers, so that the generation cannot end before the
+    test's signal lands: a generation of scale 0.05 takes about a second, and a busy machine can
+    hold this test back longer than that between finding the workers and signalling their parent.
+    ``False`` when a worker had already ended (the generation was over): the caller starts again."""
+    try:
+        for w in workers:
+            w.suspend()
+        deadline = time.monotonic() + 10  # SIGSTOP takes effect when the kernel delivers it
+        while time.monotonic() < deadline:
+            states = {w.status() for w in workers}
+            if states == {psutil.STATUS_STOPPED}:
+                return True
+            if psutil.STATUS_ZOMBIE in states:
+                return False
+            time.sleep(0.01)
+        return False
+    except psutil.NoSuchProcess:
+        return False
+
+
 @pytest.mark.parametrize("command", ["generate", "run"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_generator_workers_die_with_their_parent(tmp_path: Path, command: str, sig: signal.Signals) -> None:
     """SIGTERM or kill -9 to ``tickbench generate --jobs 2`` (or to a run while it generates):
     its workers once ran on, re-parented to init. Now none is left; SIGTERM ends it with exit
-    130, one line, and nothing kept."""
-    out = tmp_path / "ds"
-    if command == "generate":
-        argv = ["generate", "--out", out, "--scale", "0.05", "--jobs", "2"]
-    else:  # the run generates its default dataset under data/ of its working directory
-        argv = ["run", "--engines", "duckdb", "--scale", "0.05", "--jobs", "2", "--out", tmp_path / "run"]
-    proc = subprocess.Popen([sys.executable, "-m", "tickbench.cli", *map(str, argv)], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    workers: list[psutil.Process] = []
-    try:
-        workers = _workers(proc)
-        proc.send_signal(sig)
-        _, stderr = proc.communicate(timeout=120)
-        left = _left(workers)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        for w in workers:  # this test's own processes, whatever the outcome
-            if _alive(w):
-                w.kill()
+    130, one line, and nothing kept. The workers are held stopped when the signal comes, so it
+    comes while the generation is under way (with them running, it may come after the end)."""
+    for attempt in range(3):
+        where = tmp_path / f"attempt-{attempt}"
+        where.mkdir()
+        out = where / "ds"
+        if command == "generate":
+            argv = ["generate", "--out", out, "--scale", "0.05", "--jobs", "2"]
+        else:  # the run generates its default dataset under data/ of its working directory
+            argv = ["run", "--engines", "duckdb", "--scale", "0.05", "--jobs", "2", "--out", where / "run"]
+        proc = subprocess.Popen([sys.executable, "-m", "tickbench.cli", *map(str, argv)], cwd=where,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        workers: list[psutil.Process] = []
+        try:
+            workers = _workers(proc)
+            if not _frozen(workers):
+                continue  # the generation ended first: nothing to test in this attempt
+            proc.send_signal(sig)
+            _, stderr = proc.communicate(timeout=120)
+            left = _left(workers)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+            for w in workers:  # this test's own processes, whatever the outcome
+                if _alive(w):
+                    w.kill()
+        break
+    else:
+        pytest.fail("in 3 attempts the generation ended before its workers could be held")
     assert not left, "generator workers outlived their parent"
     if sig == signal.SIGTERM:
         assert proc.returncode == 130, stderr
         lines = [x for x in stderr.splitlines() if x.strip()]
         assert "Traceback" not in stderr and "interrupted by SIGTERM while generating" in lines[-1], stderr
-        assert not list(tmp_path.rglob("*.partial-*")), "a staging directory was left"
-    assert not out.exists() and not (tmp_path / "run").exists()
+        assert not list(where.rglob("*.partial-*")), "a staging directory was left"
+    assert not out.exists() and not (where / "run").exists()
 
 
 # ---- item 11: every market manifest field that changes a run -----------------------------------

@@ -178,6 +178,30 @@ def test_users_start_their_timed_queries_together_once_every_user_is_warm(
 
 
 @pytest.mark.slow
+def test_each_users_query_alone_sets_its_own_work_aside(market_tiny: Dataset, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """User i's queries take (i + 1) × 30 ms (their baskets differ in size): the users' medians
+    differ 3×, and so do their medians alone, timed one user at a time with no other running; each
+    user's slowdown (its median among the users over its median alone) is about 1 for all, as
+    sleeping users hinder no one. Measured once per user, shared by the engine's cells."""
+    engine = install_toy(tmp_path, monkeypatch, user_work_s=0.03)
+    recs = _run_users(engine, market_tiny, tmp_path / "run", users=(1, 3), ui_users=0, repetitions=1)
+    f = recs[users_id("M-VWAB-12D", 3)].figures
+    assert recs[users_id("M-VWAB-12D", 3)].status == "ok", recs[users_id("M-VWAB-12D", 3)].reason
+    per = f["per_user"]
+    assert [u["alone_p50_ms"] >= 30 * (i + 1) for i, u in enumerate(per)] == [True] * 3, per
+    assert f["spread"] >= 2 and f["alone_spread"] >= 2, f  # the users' own work, 3× nominally
+    assert all(u["slowdown"] == u["p50_ms"] / u["alone_p50_ms"] for u in per)
+    assert f["slowdown_spread"] < 1.5 < f["spread"], f  # served alike, their own work set aside
+    one = recs[users_id("M-VWAB-12D", 1)].figures["per_user"][0]
+    assert one["alone_p50_ms"] == per[0]["alone_p50_ms"]  # user 0 alone, measured once
+    out = tmp_path / "run"
+    write_reports(read_results(out / "results.json"), out)
+    users_md = (out / "report.md").read_text().split("### Users")[1]
+    assert "largest slowdown / smallest" in users_md and "alone p50 ms" in users_md
+
+
+@pytest.mark.slow
 def test_the_harness_ceiling_includes_the_clients_decoding(market_tiny: Dataset, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """A client that takes 0.2 s to decode each answer: the harness's ceiling (the same users

@@ -13,7 +13,11 @@ All users start together, once every client is open (a barrier across the proces
 runs ``warmup`` queries untimed, and once every user is warm (a gate across the processes,
 :mod:`tickbench.run.gate`) all time at least :data:`MIN_REPETITIONS` queries each, back to back,
 from one common start. Every answer of every user is checked against the reference over that user's parameters
-(a wrong one makes the cell wrong, naming the user). Beside each cell, the harness's own
+(a wrong one makes the cell wrong, naming the user). Each user's query is also timed alone, in
+the engine's process with no other user running (:meth:`Users.alone`): users' baskets and windows
+differ in size, and on an engine whose work follows them (an index scan) so do their medians;
+each user's slowdown (its median among the users over its median alone) sets that aside, and the
+spread of the slowdowns says how equally the users were served. Beside each cell, the harness's own
 ceiling: the same users, in the same processes, decoding a real answer of theirs as their client
 does, with no engine behind it (:meth:`~tickbench.engines.base.Engine.client_decoder`); a figure
 within :data:`~tickbench.suites.harness.CLIENT_BOUND_FACTOR` of it is marked client-bound.
@@ -49,6 +53,7 @@ CATEGORY = "users"
 SHARED_KEY = "market-users"  # ctx.shared: the users' parameters and reference answers, shared by the engines
 MIN_REPETITIONS = 20  # timed queries per user at least (a per-user p10 … p90 needs them)
 CEILING_BUDGET_S = 5.0  # the harness's ceiling runs this long at most (it needs a rate, not a full cell)
+ALONE_REPETITIONS = 3  # each user's query alone: timed this many times after one untimed, the median kept
 
 
 class UsersFigures(BaseModel):
@@ -76,6 +81,12 @@ class UsersFigures(BaseModel):
     p90_ms: float | None = None
     #: The slowest user's median latency over the fastest's.
     spread: float | None = None
+    #: The same over each user's query alone (its median with no other user running): how much
+    #: of :attr:`spread` is the users' own work (their baskets and windows differ in size).
+    alone_spread: float | None = None
+    #: The largest slowdown of a user (its median among the users over its median alone) over
+    #: the smallest: how unequally the users were served, their own work set aside.
+    slowdown_spread: float | None = None
     per_user: list[dict[str, Any]] | None = None
     ceiling_qps: float | None = None
     ceiling_p50_ms: float | None = None
@@ -190,8 +201,11 @@ class Users:
         errors += [f"the harness's ceiling: {u['error']}" for u in ceiling["users"] if "error" in u]
         if errors:
             return ctx.make(bench, "error", "; ".join(errors)[:2000], figures=base)
-        figures = {**base, **summarise(reply["users"]), "rss_peak_bytes": reply["rss_peak_bytes"],
-                   "processes": reply["processes"]}
+        alone = self.alone(qid, each, timeout)
+        if isinstance(alone, str):
+            return ctx.make(bench, "error", alone[:2000], figures=base)
+        figures = {**base, **with_alone(summarise(reply["users"]), [a for a, _ in alone]),
+                   "rss_peak_bytes": reply["rss_peak_bytes"], "processes": reply["processes"]}
         if "packed" in reply:
             figures["packed"] = reply["packed"]
         noop = summarise(ceiling["users"])
@@ -201,7 +215,7 @@ class Users:
         stopped = sum(1 for u in reply["users"] if u["stopped"])
         notes = (f"{stopped} of {users} users stopped at the cell budget of {budget:g} s before their "
                  f"{base['repetitions']} timed queries (raise it with --cell-budget)") if stopped else ""
-        for i, (u, p, want) in enumerate(zip(reply["users"], params, expected, strict=True)):
+        for i, (u, p, want, (_, by_itself)) in enumerate(zip(reply["users"], params, expected, alone, strict=True)):
             got = [verify.normalize(pl.from_arrow(pa.ipc.open_stream(b).read_all()), want)  # type: ignore[arg-type]
                    for b in u["answers"]]
             if proto.save_answers is not None and i > 0:
@@ -214,9 +228,36 @@ class Users:
                     n = u["answer_of"].count(j)
                     return ctx.make(bench, "wrong", f"user {i} ({n} of its answers): {verdict.reason}", verified=False,
                                     figures=figures, rows=g.height)
+            for b in by_itself:  # its query's answers alone, checked as well: no unchecked time
+                g = verify.normalize(pl.from_arrow(pa.ipc.open_stream(b).read_all()), want)  # type: ignore[arg-type]
+                if not (verdict := verify.compare(g, want)).ok:
+                    return ctx.make(bench, "wrong", f"user {i}, alone: {verdict.reason}", verified=False,
+                                    figures=figures, rows=g.height)
         return ctx.make(bench, "ok", verified=True, samples_ns=samples, stats=Stats.of(samples),
                         rows=sum(w.height for w in expected), figures=figures, notes=notes)
 
+
+    def alone(self, qid: str, each: list[dict[str, Any]], timeout: float) -> list[tuple[float, list[bytes]]] | str:
+        """Each user's query alone, in the engine's process with no other user running, one user
+        after another: the median (ms) of :data:`ALONE_REPETITIONS` timed runs after an untimed
+        one, and its distinct answers (Arrow IPC, for the caller to check). Measured once per
+        engine, query and user, and shared by that engine's cells (user i's parameters are the
+        same in every cell). A failure's text instead."""
+        proto = self.ctx.protocol
+        cache: dict[tuple[str, str, int], tuple[float, list[bytes]]] = (
+            self.ctx.shared.setdefault(SHARED_KEY, {}).setdefault("alone", {}))
+        out = []
+        for u in each:
+            key = (self.ctx.info.name, qid, int(u["user"]))
+            if key not in cache:
+                reply = self.worker.call(timeout, op="market_users", qid=qid, warmup=1, repetitions=ALONE_REPETITIONS,
+                                         budget_s=proto.cell_budget_s, users=[u], start_ns=time.perf_counter_ns())
+                mine = reply["users"][0]
+                if "error" in mine:
+                    return f"user {u['user']}'s query alone: {mine['error']}"
+                cache[key] = (statistics.median(mine["ns"]) / 1e6, mine["answers"])
+            out.append(cache[key])
+        return out
 
     def _processes(self, msg: dict[str, Any], each: list[dict[str, Any]], answers: list[bytes],
                    timeout: float) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -286,6 +327,18 @@ def client_bound(engine: dict[str, Any], noop: dict[str, Any]) -> bool:
     if not mine:
         return False
     return bound(1 / mine, 1 / harness if harness else None)
+
+
+def with_alone(figures: dict[str, Any], alone_ms: list[float]) -> dict[str, Any]:
+    """``figures`` (of :func:`summarise`) with each user's median alone (``alone_ms``, by user)
+    and slowdown (its median among the users over that), and the spreads of both."""
+    per_user = figures["per_user"]
+    for u, ms in zip(per_user, alone_ms, strict=True):
+        u["alone_p50_ms"] = ms
+        u["slowdown"] = u["p50_ms"] / ms if ms > 0 else None
+    slowdowns = [u["slowdown"] for u in per_user if u["slowdown"] is not None]
+    return {**figures, "alone_spread": max(alone_ms) / min(alone_ms) if min(alone_ms) > 0 else None,
+            "slowdown_spread": max(slowdowns) / min(slowdowns) if len(slowdowns) == len(per_user) else None}
 
 
 def summarise_ms(ms: list[float]) -> dict[str, Any]:

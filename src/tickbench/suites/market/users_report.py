@@ -44,7 +44,8 @@ def _mib(n: int | None) -> str:
 
 def table(view: SuiteView) -> Grid:
     g = Grid(["query", "engine", "users", "p10 ms", "p50 ms", "p90 ms", "p99 ms", "max ms",
-              "slowest user p50 / fastest", "queries/s", "harness ceiling q/s", "peak RSS", "how the users run"])
+              "slowest user p50 / fastest", "the same, each alone", "largest slowdown / smallest", "queries/s",
+              "harness ceiling q/s", "peak RSS", "how the users run"])
     limits: dict[str, str] = {}
     for r in records(view):
         qid, users = parse_id(r.benchmark) or ("", 0)
@@ -53,13 +54,14 @@ def table(view: SuiteView) -> Grid:
             limits[r.engine] = str(f["limit"])
         if r.status != "ok":
             g.add(qid, r.engine, Item(str(users), "num"),
-                  Item(r.status, "num bad" if r.status in BAD else "num na", r.reason[:300], span=10))
+                  Item(r.status, "num bad" if r.status in BAD else "num na", r.reason[:300], span=12))
             continue
         bound = " ⚠" if f.get("client_bound") else ""
         g.add(qid, r.engine, Item(str(users), "num"),
               *(Item("—" if f.get(k) is None else f"{f[k]:,.2f}", "num")
                 for k in ("p10_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms")),
-              Item("—" if f.get("spread") is None else f"{f['spread']:,.2f}", "num"),
+              *(Item("—" if f.get(k) is None else f"{f[k]:,.2f}", "num")
+                for k in ("spread", "alone_spread", "slowdown_spread")),
               Item(f"{f.get('qps') or 0:,.1f}{bound}", "num", r.notes),
               Item("—" if f.get("ceiling_qps") is None else f"{f['ceiling_qps']:,.0f}", "num"),
               Item(_mib(f.get("rss_peak_bytes")), "num"),
@@ -67,9 +69,12 @@ def table(view: SuiteView) -> Grid:
     note = ("p10 … max over every timed query of every user (nearest rank; each user's own in the table of each "
             "user); ⚠ client-bound: the queries/s or the median latency is within 2× of the harness's own ceiling "
             "(the same users, in the same processes, decoding a real answer of theirs as their client does, with "
-            "no engine behind it), so the client may be what limits it. Peak RSS: the users' processes and the "
-            "engine's servers while the users ran, each page once (shared memory, e.g. a server's buffers mapped "
-            "by every backend, counted once).")
+            "no engine behind it), so the client may be what limits it. Each alone: each user's query with no "
+            "other user running (the users' baskets and windows differ in size, and on an engine whose work "
+            "follows them so do their medians); a user's slowdown is its median among the users over its median "
+            "alone, and the largest over the smallest says how equally the users were served. Peak RSS: the "
+            "users' processes and the engine's servers while the users ran, each page once (shared memory, "
+            "e.g. a server's buffers mapped by every backend, counted once).")
     if limits:
         note += " The engines' own limits: " + "; ".join(f"{e}: {why}" for e, why in sorted(limits.items())) + "."
     g.notes.append(note)
@@ -78,7 +83,7 @@ def table(view: SuiteView) -> Grid:
 
 def per_user(view: SuiteView) -> Grid:
     g = Grid(["query", "engine", "users", "user", "pid", "queries", "p10 ms", "p50 ms", "p90 ms", "p99 ms",
-              "max ms", "began s", "from s", "to s"])
+              "max ms", "alone p50 ms", "slowdown", "began s", "from s", "to s"])
     for r in records(view):
         if r.status != "ok":
             continue
@@ -87,8 +92,10 @@ def per_user(view: SuiteView) -> Grid:
             g.add(qid, r.engine, Item(str(users), "num"), Item(str(u["user"]), "num"),
                   Item(str(u.get("pid") or "—"), "num"), Item(str(u["n"]), "num"),
                   *(Item("—" if u.get(k) is None else f"{u[k]:,.2f}", "num")
-                    for k in ("p10_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "began_s", "from_s", "to_s")))
-    g.notes.append("began s: the user's start (its untimed warm-up's); from s … to s: its first timed query's start "
+                    for k in ("p10_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "alone_p50_ms", "slowdown", "began_s",
+                             "from_s", "to_s")))
+    g.notes.append("alone p50 ms: the user's query with no other user running; slowdown: its p50 over that; "
+                   "began s: the user's start (its untimed warm-up's); from s … to s: its first timed query's start "
                    "and its last's end; all in seconds after the users' common start; pid: the process the user "
                    "ran in.")
     return g

@@ -16,8 +16,12 @@ from one common start. Every answer of every user is checked against the referen
 (a wrong one makes the cell wrong, naming the user). Each user's query is also timed alone, in
 the engine's process with no other user running (:meth:`Users.alone`): users' baskets and windows
 differ in size, and on an engine whose work follows them (an index scan) so do their medians;
-each user's slowdown (its median among the users over its median alone) sets that aside, and the
-spread of the slowdowns says how equally the users were served. Beside each cell, the harness's own
+the cell records the spread of the medians alone beside theirs (the users' own work), and each
+user's slowdown (its median among the users over its median alone). How the slowdowns spread
+follows the engine's scheduling: near 1 where each query waits its turn and then runs at its
+own speed (a short query waits as long as a long one), large where the engine shares its time
+among the running queries (each user is slowed about as much as its query is short). Beside
+each cell, the harness's own
 ceiling: the same users, in the same processes, decoding a real answer of theirs as their client
 does, with no engine behind it (:meth:`~tickbench.engines.base.Engine.client_decoder`); a figure
 within :data:`~tickbench.suites.harness.CLIENT_BOUND_FACTOR` of it is marked client-bound.
@@ -85,7 +89,8 @@ class UsersFigures(BaseModel):
     #: of :attr:`spread` is the users' own work (their baskets and windows differ in size).
     alone_spread: float | None = None
     #: The largest slowdown of a user (its median among the users over its median alone) over
-    #: the smallest: how unequally the users were served, their own work set aside.
+    #: the smallest: near 1 where each query waits its turn and then runs at its own speed,
+    #: large where the engine shares its time among the running queries.
     slowdown_spread: float | None = None
     per_user: list[dict[str, Any]] | None = None
     ceiling_qps: float | None = None

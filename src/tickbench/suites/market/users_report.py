@@ -72,7 +72,9 @@ def table(view: SuiteView) -> Grid:
             "no engine behind it), so the client may be what limits it. Each alone: each user's query with no "
             "other user running (the users' baskets and windows differ in size, and on an engine whose work "
             "follows them so do their medians); a user's slowdown is its median among the users over its median "
-            "alone, and the largest over the smallest says how equally the users were served. Peak RSS: the "
+            "alone: the largest over the smallest is near 1 where each query waits its turn and then runs at its "
+            "own speed, and large where the engine shares its time among the running queries (a short query is "
+            "then slowed most). Peak RSS: the "
             "users' processes and the engine's servers while the users ran, each page once (shared memory, "
             "e.g. a server's buffers mapped by every backend, counted once).")
     if limits:

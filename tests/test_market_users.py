@@ -40,8 +40,8 @@ SEED = int(MARKET_TINY["seed"])
 
 
 def _run_users(engine: str, ds: Dataset, out: Path, users: tuple[int, ...], ui_users: int,
-               repetitions: int = 2) -> dict[str, Record]:
-    opts = suite_options(users=users, ui_users=ui_users)
+               repetitions: int = 2, users_seconds: float = 0.0) -> dict[str, Record]:
+    opts = suite_options(users=users, ui_users=ui_users, users_seconds=users_seconds)
     run(run_config(engines=[engine], data=ds.root, out=out, seed=SEED, suite="market", options=opts,
                    protocol=Protocol(repetitions=repetitions, timeout_s=120, save_answers=out / "answers")))
     return {r.benchmark: r for r in read_results(out / "results.json").records}
@@ -199,6 +199,25 @@ def test_each_users_query_alone_sets_its_own_work_aside(market_tiny: Dataset, tm
     write_reports(read_results(out / "results.json"), out)
     users_md = (out / "report.md").read_text().split("### Users")[1]
     assert "largest slowdown / smallest" in users_md and "alone p50 ms" in users_md
+
+
+@pytest.mark.slow
+def test_every_user_runs_until_the_window_ends(market_tiny: Dataset, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --users-seconds 1, each user keeps running its query until 1 s after the users'
+    common start, 20 times at least: user 0's 10 ms queries many more times than user 2's 30 ms
+    ones, and none of them stops early, so every query is timed with every other user running."""
+    engine = install_toy(tmp_path, monkeypatch, user_work_s=0.01)
+    recs = _run_users(engine, market_tiny, tmp_path / "run", users=(3,), ui_users=0, repetitions=1,
+                      users_seconds=1.0)
+    rec = recs[users_id("M-VWAB-12D", 3)]
+    assert rec.status == "ok" and rec.verified is True, f"{rec.status} {rec.reason}"
+    f = rec.figures
+    per = f["per_user"]
+    assert f["window_s"] == 1.0 and f["repetitions"] == 20
+    assert all(u["to_s"] >= 1.0 for u in per), per  # none stopped before the window's end
+    assert per[0]["n"] > per[2]["n"] >= 20, per  # the faster user ran more queries
+    assert f["queries"] == sum(u["n"] for u in per) and not rec.notes
 
 
 @pytest.mark.slow

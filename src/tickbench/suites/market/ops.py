@@ -92,8 +92,9 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     ``gate`` every process's: :func:`~tickbench.run.gate.wait_at_gate`) all run it
     ``repetitions`` timed times from one common start (each its next query once the last one's
     whole answer is in, as the engine's client returns it: tickbench decodes nothing in the
-    timed path). Past ``budget_s`` a user starts no further query (it has run at least one
-    timed). With ``ceiling`` (the users' Arrow IPC answers, one per user) the users instead run
+    timed path), and on until ``window_s`` seconds after that start, when given. Past
+    ``budget_s`` a user starts no further query (it has run at least one timed). With
+    ``ceiling`` (the users' Arrow IPC answers, one per user) the users instead run
     the adapter's own decoding of that answer (:meth:`Engine.client_decoder`) with no engine
     behind it, at least :data:`MIN_CEILING_QUERIES` times each: the harness's ceiling.
 
@@ -161,10 +162,11 @@ def users_op(adapter: Engine, msg: dict[str, Any]) -> dict[str, Any]:
             return
         time.sleep(max(0, go[0] - perf()) / 1e9)
         deadline = perf() + int(float(msg["budget_s"]) * 1e9)
+        window_end = go[0] + int(float(msg.get("window_s") or 0) * 1e9)
         try:
-            for _ in range(reps):
+            while len(ns) < reps or perf() < window_end:
                 if ns and perf() >= deadline:
-                    stopped = True
+                    stopped = len(ns) < reps
                     break
                 t0 = perf()
                 table = run()

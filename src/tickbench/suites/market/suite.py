@@ -26,7 +26,15 @@ from tickbench.suites.market import report as report_module
 from tickbench.suites.market.during_ingest import DuringIngest, IngestFigures, parse_ingest_id
 from tickbench.suites.market.ingest_ops import ingest_op
 from tickbench.suites.market.ops import users_op
-from tickbench.suites.market.users import CATEGORY, UI_USERS, VWAB_USERS, Users, UsersFigures, parse_id
+from tickbench.suites.market.users import (
+    CATEGORY,
+    UI_USERS,
+    USERS_SECONDS,
+    VWAB_USERS,
+    Users,
+    UsersFigures,
+    parse_id,
+)
 from tickbench.suites.market.users import cell_ids as users_cells
 
 if TYPE_CHECKING:
@@ -59,6 +67,9 @@ class MarketSuite(Suite):
         Option("users", VWAB_USERS, "M-VWAB-12D's concurrent user counts, each user its own client (STAC-M3's 1T, "
                "10T, 50T, 100T)", kind="text", parse=lambda t: parse_counts(t, "--users"),
                text_default=",".join(map(str, VWAB_USERS)), decode=tuple),
+        Option("users_seconds", USERS_SECONDS, "users cells: each user keeps running its query until this many "
+               "seconds after the users' common start (and at least 20 times), so that every query is timed with "
+               "every other user running (0: 20 queries each)", kind="float", check=_non_negative),
         Option("ui_users", UI_USERS, "concurrent users of M-SNAP and M-STATS-UI, each with its own parameters "
                "(0: none), and of M-SNAP during ingest", check=_non_negative),
         Option("ingest_rates", during_ingest.RATES, "M-SNAP during ingest: day D's events replayed at these "

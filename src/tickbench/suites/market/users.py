@@ -56,6 +56,11 @@ USERS_QUERIES = ("M-VWAB-12D", "M-SNAP", "M-STATS-UI")
 CATEGORY = "users"
 SHARED_KEY = "market-users"  # ctx.shared: the users' parameters and reference answers, shared by the engines
 MIN_REPETITIONS = 20  # timed queries per user at least (a per-user p10 … p90 needs them)
+# Every user runs its query until this long after the users' common start (--users-seconds): with
+# 20 queries alone, a fast engine's users (QuestDB's M-STATS-UI: 1.5 ms alone) timed 0.5 s each,
+# the first done left the rest to a lighter load, and a median of 20 fell on either side of a
+# queue's stalls (10-user spreads of 1.6 and 4.8 in two runs).
+USERS_SECONDS = 5.0
 CEILING_BUDGET_S = 5.0  # the harness's ceiling runs this long at most (it needs a rate, not a full cell)
 ALONE_REPETITIONS = 3  # each user's query alone: timed this many times after one untimed, the median kept
 
@@ -74,7 +79,11 @@ class UsersFigures(BaseModel):
     processes: int | None = None
     #: Why and how several users shared a process (a process per user outgrew the memory budget).
     packed: str | None = None
+    #: Timed queries per user at least.
     repetitions: int | None = None
+    #: Each user ran its query until this many seconds after the users' common start (at least
+    #: :attr:`repetitions` times).
+    window_s: float | None = None
     queries: int | None = None
     seconds: float | None = None
     qps: float | None = None
@@ -175,7 +184,8 @@ class Users:
         qid, users = parsed
         ctx, info = self.ctx, self.ctx.info
         base: dict[str, Any] = {"query": qid, "users": users, "model": model_of(ctx.engine),
-                                "repetitions": repetitions(ctx.protocol.repetitions)}
+                                "repetitions": repetitions(ctx.protocol.repetitions),
+                                "window_s": ctx.opts["users_seconds"]}
         if ctx.engine.users_limit:
             base["limit"] = ctx.engine.users_limit
         for key in (qid, bench):  # the query itself, or this many users, declared beyond the engine
@@ -190,7 +200,7 @@ class Users:
         budget = proto.cell_budget_s
         timeout = budget + (proto.warmup + 2) * proto.timeout_s + 120
         msg = {"op": "market_users", "qid": qid, "warmup": max(1, proto.warmup),
-               "repetitions": base["repetitions"], "budget_s": budget}
+               "repetitions": base["repetitions"], "budget_s": budget, "window_s": ctx.opts["users_seconds"]}
         each = [{"user": i, "params": p.as_dict()} for i, p in enumerate(params)]
         # a real answer of each user's query (the reference's rows), for the harness's ceiling
         answers = [_ipc(want.to_arrow()) for want in expected]
@@ -199,7 +209,7 @@ class Users:
         else:  # threads of the engine's process
             go = {**msg, "users": each}
             reply = self.worker.call(timeout, **go, start_ns=time.perf_counter_ns())
-            ceiling = self.worker.call(timeout, **{**go, "budget_s": CEILING_BUDGET_S}, ceiling=answers,
+            ceiling = self.worker.call(timeout, **{**go, "budget_s": CEILING_BUDGET_S, "window_s": 0}, ceiling=answers,
                                        start_ns=time.perf_counter_ns())
             reply["processes"] = 1
         errors = [u["error"] for u in reply["users"] if "error" in u]
@@ -304,8 +314,9 @@ class Users:
             runs = pool.run(timeout, [{**msg, "users": [each[i] for i in g], "own": True} for g in groups],
                             warm_gate=True)
             peak = pool.peak_rss
-            noop = pool.run(timeout, [{**msg, "budget_s": CEILING_BUDGET_S, "users": [each[i] for i in g],
-                                       "ceiling": [answers[i] for i in g]} for g in groups], warm_gate=True)
+            noop = pool.run(timeout, [{**msg, "budget_s": CEILING_BUDGET_S, "window_s": 0,
+                                       "users": [each[i] for i in g], "ceiling": [answers[i] for i in g]}
+                                      for g in groups], warm_gate=True)
         reply = {"users": [u for r in runs for u in r["users"]], "processes": len(groups),
                  "rss_peak_bytes": max(peak, *(r["rss_peak_bytes"] for r in runs))}
         return reply, {"users": [u for r in noop for u in r["users"]]}

@@ -373,7 +373,8 @@ def test_a_spec_taq_capture_runs_the_market_suite_on_every_embedded_engine(marke
     assert _cli("validate", data).code == 0
     guard = Guard(tmp_path, run)
     res = _cli("run", "--engines", ",".join(names), "--suite", "market", "--data", data, "--out", run,
-               "--repetitions", "1", "--users", "1", "--ui-users", "0", "--timeout", "300", "--cold")
+               "--repetitions", "1", "--users", "1", "--ui-users", "0", "--users-seconds", "0", "--timeout", "300",
+               "--cold")
     assert res.code == 0, res.output
     guard.unchanged()
     records = json.loads((run / "results.json").read_text())["records"]

@@ -70,10 +70,8 @@ class Adapter(StoreByKind, IngestByKind, QuestDBLoad, QuestDBIngest, EngineTime,
     # The users' queue is QuestDB's own: tickbench gives each user a process and a connection.
     users_limit: ClassVar[str] = (
         "HTTP requests, and the queries that do not run in parallel (an index scan), run on QuestDB's network "
-        "pool, max(2, CPU count) threads by default (QuestDB's shared-workers docs), so 2 here: at most 2 users' "
-        "queries run at once and the others wait, in an order QuestDB's dispatcher chooses (at SF 1, M-VWAB-12D "
-        "at 10 users served some connections at once and left others waiting about 130 ms, different ones after "
-        "each restart; with a private HTTP pool of 10 threads each user's median followed its own work instead)")
+        "pool, max(2, CPU count) threads by default (QuestDB's shared-workers docs): at most that many users' "
+        "queries run at once, and the others wait in the order QuestDB's dispatcher takes them")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

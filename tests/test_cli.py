@@ -160,3 +160,63 @@ def test_install_servers_takes_the_server_engines_from_their_folders() -> None:
     assert not {n for n, i in engine_infos().items() if i.kind != "server"} & set(servers)
     result = CliRunner().invoke(app, ["install"])
     assert result.exit_code == 2 and "--servers" in result.output
+
+
+def test_the_warm_up_runs_up_to_its_count_and_stops_at_its_seconds() -> None:
+    """A query cell's warm-up (:class:`~tickbench.run.cell.WarmUp`): always one run; then up to
+    ``warmup`` runs while ``warmup_s`` seconds have not passed since the first began."""
+    import time
+
+    from tickbench.run.cell import Protocol, WarmUp
+
+    def runs(warm: WarmUp, each_s: float = 0.0) -> int:
+        while warm.more():
+            time.sleep(each_s)
+            warm.ran()
+        return warm.runs
+
+    assert runs(WarmUp(Protocol(warmup=4, warmup_s=3600))) == 4
+    assert runs(WarmUp(Protocol(warmup=1, warmup_s=3600))) == 1
+    assert runs(WarmUp(Protocol(warmup=10, warmup_s=0))) == 1  # the one run that is verified
+    # 0.15 s a run against 0.2 s: two runs at most, however slow the machine
+    assert 1 <= runs(WarmUp(Protocol(warmup=10, warmup_s=0.2)), 0.15) <= 2
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--warmup", "0"), ("--warmup", "-3"), ("--warmup-seconds", "nan"),
+                                             ("--warmup-seconds", "-1"), ("--warmup-seconds", "inf")])
+def test_a_bad_warm_up_is_refused_naming_its_option(tiny_dir: Path, tmp_path: Path, flag: str, value: str) -> None:
+    code, text = _invoke("run", "--engines", "duckdb", "--data", str(tiny_dir), flag, value,
+                         "--out", str(tmp_path / "r"))
+    assert code == 2 and f"{flag} {value}" in text.replace("\n", " ")
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_run_records_its_warm_up_and_a_protocol_1_file_resumes_with_one(tiny_dir: Path, tmp_path: Path) -> None:
+    """Each query cell records its warm-up runs; the results record the settings and say them
+    in words; a results file of protocol 1 (no warm-up seconds) resumes with its one warm-up."""
+    import math
+
+    from tickbench.results import read_results
+    from tickbench.run.session import settings_of
+    from tickbench.suites.registry import resume_config
+
+    out = tmp_path / "r"
+    code, text = _invoke("run", "--engines", "duckdb", "--data", str(tiny_dir), "--repetitions", "1",
+                         "--warmup", "3", "--warmup-seconds", "3600", "--out", str(out))
+    assert code == 0, text
+    results = read_results(out / "results.json")
+    assert results.protocol_version == "2"
+    assert results.config is not None and (results.config.warmup, results.config.warmup_s) == (3, 3600)
+    queries = [r for r in results.records if r.status == "ok" and r.stats is not None]
+    assert queries and all(r.figures["warmup_runs"] == 3 for r in queries)
+    assert "1 timed repetitions after up to 3 warm-up runs (3600 s at most)" in (out / "report.md").read_text()
+
+    raw = json.loads((out / "results.json").read_text())
+    raw["protocol_version"] = "1"
+    raw["config"]["warmup"] = 1
+    del raw["config"]["warmup_s"]
+    (out / "results.json").write_text(json.dumps(raw))
+    cfg = resume_config(out)
+    assert (cfg.protocol.warmup, cfg.protocol.warmup_s) == (1, math.inf)
+    assert settings_of(cfg).warmup_s is None  # written back as protocol 1 recorded it
+    assert read_results(out / "results.json").protocol_text() == "1 timed repetitions after a warm-up"

@@ -203,6 +203,10 @@ def run_cmd(
     data: Annotated[Path | None, typer.Option(help="use this dataset (checked against its manifest)")] = None,
     out: Annotated[Path | None, typer.Option(help="output directory (default results/<time>)")] = None,
     repetitions: Annotated[int, typer.Option(help="timed repetitions per query")] = 10,
+    warmup: Annotated[int, typer.Option(
+        help="untimed runs of a query before its timed repetitions, at most (the first is verified)")] = 10,
+    warmup_seconds: Annotated[float, typer.Option(
+        help="the warm-up stops after this many seconds, even short of --warmup runs (at least one runs)")] = 1.0,
     timeout: Annotated[float, typer.Option(help="seconds per query repetition before it is a timeout")] = 300.0,
     load_timeout: Annotated[float, typer.Option(
         help="seconds an engine's load (and each W load, SE's store) may take before its cells are a timeout")
@@ -262,7 +266,7 @@ def run_cmd(
         # before any data is generated or loaded
         check_endpoints(names, suite, picked, cold, endpoints, list(all_suites().values()))
         _check_available([n for n in names if n not in endpoints])
-        check_protocol(repetitions, timeout, load_timeout, cell_budget)
+        check_protocol(repetitions, timeout, load_timeout, cell_budget, "", warmup, warmup_seconds)
         try:
             options = {s.name: {o.name: o.value(suite_opts[o.name]) if o.name in suite_opts else o.default
                                 for o in s.options} for s in picked}
@@ -280,7 +284,8 @@ def run_cmd(
         out = out or Path("results") / dt.datetime.now().strftime("run-%Y%m%d-%H%M%S")
         cfg = RunConfig(
             engines=names, data=data, out=out, seed=seed, suites=picked, suite=suite,
-            protocol=Protocol(repetitions=repetitions, timeout_s=timeout, load_timeout_s=load_timeout, cold=cold,
+            protocol=Protocol(repetitions=repetitions, warmup=warmup, warmup_s=warmup_seconds, timeout_s=timeout,
+                              load_timeout_s=load_timeout, cold=cold,
                               save_answers=out / "answers" if save_answers else None, cell_budget_s=cell_budget),
             options=options, endpoints=endpoints, v1=V1,
         )

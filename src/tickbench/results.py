@@ -29,7 +29,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SCHEMA_VERSION = 2
-PROTOCOL_VERSION = "1"  # the timing protocol (warm-up, repetitions, clocks); see METHODOLOGY.md
+#: The timing protocol (warm-up, repetitions, clocks); see METHODOLOGY.md. 2: a query's warm-up
+#: runs up to ``warmup`` times within ``warmup_s`` seconds (1: once).
+PROTOCOL_VERSION = "2"
 
 Status = Literal["ok", "wrong", "timeout", "error", "unsupported", "not_applicable", "unavailable", "interrupted"]
 
@@ -147,6 +149,9 @@ class RunSettings(BaseModel):
     suite: str
     repetitions: int
     warmup: int
+    #: The warm-up's seconds (protocol 2); ``None`` in the files of protocol 1, whose warm-up
+    #: was ``warmup`` runs (one).
+    warmup_s: float | None = None
     timeout_s: float
     load_timeout_s: float
     load_repetitions: int
@@ -180,6 +185,16 @@ class Results(BaseModel):
 
     def engines(self) -> list[str]:
         return list(dict.fromkeys(r.engine for r in self.records))
+
+    def protocol_text(self) -> str:
+        """The timed repetitions and their warm-up, in words, e.g. "5 timed repetitions after
+        up to 10 warm-up runs (1 s at most)"; "after a warm-up" where the file records none
+        of protocol 2."""
+        warm = "a warm-up"
+        c = self.config
+        if c is not None and c.warmup_s is not None:
+            warm = f"up to {c.warmup} warm-up runs ({c.warmup_s:g} s at most)" if c.warmup > 1 else "a warm-up"
+        return f"{self.repetitions} timed repetitions after {warm}"
 
     def unavailable(self) -> dict[str, str]:
         """The engines not available here (every cell ``unavailable``, e.g. kdb+ without a

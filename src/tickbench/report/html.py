@@ -105,7 +105,7 @@ def _header(page: ChartPage, nav: list[Section]) -> str:
 <p>run{"s" if len(page.m.runs) > 1 else ""} {runs}; {len(page.engines)} engine(s):
 {escape(", ".join(page.engines))}</p>
 <p>dataset <code>{escape(ds.content_hash)}</code> · scale {ds.scale:g} · seed {ds.seed} · {escape(ds.source)}
-· {r.repetitions} timed repetitions after warm-up · timeout {r.timeout_s:g} s</p></header>
+· {escape(r.protocol_text())} · timeout {r.timeout_s:g} s</p></header>
 <nav>{links}</nav><main>{warn}"""
 
 
@@ -127,7 +127,7 @@ def _environment(m: Merged) -> str:
 results schema {run.schema_version}, protocol {escape(run.protocol_version)}</td></tr>
 <tr><th>dataset</th><td>content hash <code>{escape(ds.content_hash)}</code>; {escape(ds.source)}, scale {ds.scale:g},
 seed {ds.seed}, +{ds.symbols} symbols, generator {escape(ds.generator_version)}</td></tr>
-<tr><th>protocol</th><td>{run.repetitions} timed repetitions, timeout {run.timeout_s:g} s;
+<tr><th>protocol</th><td>{escape(run.protocol_text())}, timeout {run.timeout_s:g} s;
 <code>{escape(json.dumps(run.config.model_dump() if run.config else {}, sort_keys=True))}</code></td></tr>
 <tr><th>parameters</th><td><code>{escape(json.dumps(run.params, sort_keys=True))}</code></td></tr></table>
 <table><tr><th>engine</th><th>version</th><th>settings</th><th>note</th></tr>{eng}</table>""")

@@ -29,7 +29,7 @@ def render(runs: Results | Sequence[Results], suites: Iterable[ReportSuite]) -> 
         out += [f"> ⚠ {md_text(w)}" for w in m.warnings] + ([""] if m.warnings else [])
     out += [
         f"Suite {md_code(results.suite)}, run {md_code(results.run_id)} on {md_text(results.created)}; "
-        f"{results.repetitions} timed repetitions after a warm-up, timeout {results.timeout_s:g} s.",
+        f"{results.protocol_text()}, timeout {results.timeout_s:g} s.",
         "",
         f"Machine: {md_text(env.cpu)}, {env.cores} cores, {mib(env.memory_bytes)} memory, {md_text(env.os)}; "
         f"Python {md_text(env.python)}, tickbench {md_text(env.tickbench_version)}.",

@@ -91,7 +91,7 @@ def _run(i: int, src: Source) -> dict[str, Any]:
                     f"protocol {r.protocol_version}",
         "tickbench_version": env.tickbench_version,
         "dataset": ds.model_dump(exclude={"root"}),
-        "protocol": f"{r.repetitions} timed repetitions after a warm-up, timeout {r.timeout_s:g} s",
+        "protocol": f"{r.protocol_text()}, timeout {r.timeout_s:g} s",
         "engines": {e: {"version": str(m.get("version", "")), "kind": str(m.get("kind", ""))}
                     for e, m in env.engines.items()},
         "conditions": src.conditions,

@@ -110,7 +110,12 @@ class Protocol:
     """How each cell is measured (SPEC §3)."""
 
     repetitions: int = 10
-    warmup: int = 1
+    #: Untimed runs of a query before its timed repetitions: at least one (its answer is the
+    #: one verified), then more until ``warmup`` runs or ``warmup_s`` seconds, whichever comes
+    #: first (:class:`WarmUp`). One run left QuestDB's freshly started JVM compiling its code
+    #: paths through the timed repetitions (waits of 12-14 ms in some of them at SF 1).
+    warmup: int = 10
+    warmup_s: float = 1.0
     timeout_s: float = 300.0
     load_timeout_s: float = 3600.0
     load_repetitions: int = 3  # W: each path this many times, interleaved; the median is reported
@@ -119,6 +124,26 @@ class Protocol:
     #: Seconds a cell may take (beyond its warm-up and verification): a cell that reaches it
     #: stops, and records what it measured so far, marked as stopped at the budget.
     cell_budget_s: float = 60.0
+
+
+class WarmUp:
+    """A query cell's warm-up, on the runner's clock (:attr:`Protocol.warmup`,
+    :attr:`Protocol.warmup_s`): :meth:`more` says whether to run the query once more untimed,
+    :meth:`ran` counts a run; :attr:`runs` is what the cell records."""
+
+    def __init__(self, protocol: Protocol) -> None:
+        self.most = max(1, protocol.warmup)
+        self.seconds = protocol.warmup_s
+        self.start = time.monotonic()
+        self.runs = 0
+
+    def more(self) -> bool:
+        """Whether another untimed run is due: always the first, then while fewer than
+        ``warmup`` ran and ``warmup_s`` seconds have not passed since the first began."""
+        return self.runs == 0 or (self.runs < self.most and time.monotonic() - self.start < self.seconds)
+
+    def ran(self) -> None:
+        self.runs += 1
 
 
 class Budget:

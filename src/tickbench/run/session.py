@@ -153,13 +153,18 @@ def preflight_endpoints(cfg: RunConfig, ds: Dataset, params: RunParams) -> None:
 
 
 def check_protocol(repetitions: object, timeout_s: object, load_timeout_s: object, cell_budget_s: object,
-                   where: str = "") -> None:
+                   where: str = "", warmup: object = 1, warmup_s: object = 0.0) -> None:
     """Refuse measurement settings a run cannot use, the same on the command line and in a
-    results file being resumed (``where`` names it): at least one repetition; every time
-    limit a finite number of seconds above zero (``nan`` or ``inf`` would make results.json
-    unreadable, or a cell unbounded)."""
-    if isinstance(repetitions, bool) or not isinstance(repetitions, int) or repetitions < 1:
-        raise RunError(f"{where}--repetitions {repetitions}: must be at least 1")
+    results file being resumed (``where`` names it): at least one repetition and one warm-up
+    run; every time limit a finite number of seconds above zero (``nan`` or ``inf`` would make
+    results.json unreadable, or a cell unbounded), the warm-up's seconds finite and not below
+    zero."""
+    for flag, count in (("--repetitions", repetitions), ("--warmup", warmup)):
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise RunError(f"{where}{flag} {count}: must be at least 1")
+    if isinstance(warmup_s, bool) or not isinstance(warmup_s, int | float) or not math.isfinite(warmup_s) \
+            or warmup_s < 0:
+        raise RunError(f"{where}--warmup-seconds {warmup_s}: must be a finite number of seconds, 0 or more")
     for flag, value in (("--timeout", timeout_s), ("--load-timeout", load_timeout_s),
                         ("--cell-budget", cell_budget_s)):
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
@@ -170,7 +175,8 @@ def settings_of(cfg: RunConfig) -> RunSettings:
     """What the results record of the run's configuration (what ``--resume`` reads back)."""
     p = cfg.protocol
     return RunSettings(engines=cfg.engines, data=str(cfg.data.resolve()), seed=cfg.seed, suite=cfg.suite,
-                       repetitions=p.repetitions, warmup=p.warmup, timeout_s=p.timeout_s,
+                       repetitions=p.repetitions, warmup=p.warmup,
+                       warmup_s=None if math.isinf(p.warmup_s) else p.warmup_s, timeout_s=p.timeout_s,
                        load_timeout_s=p.load_timeout_s, load_repetitions=p.load_repetitions, cold=p.cold,
                        save_answers=p.save_answers is not None, cell_budget_s=p.cell_budget_s,
                        options=options_json({s.name: cfg.opts(s) for s in cfg.suites}),
@@ -216,7 +222,10 @@ def resume_config(out: Path, known: Mapping[str, RunnableSuite], redo: list[str]
         check_engines(list(c.engines))
     except RunError as exc:
         raise RunError(where + str(exc)) from None
-    check_protocol(c.repetitions, c.timeout_s, c.load_timeout_s, c.cell_budget_s, where)
+    # protocol 1's files record no warm-up seconds: their warm-up was ``warmup`` runs, unbounded
+    warmup_s = math.inf if c.warmup_s is None else c.warmup_s
+    check_protocol(c.repetitions, c.timeout_s, c.load_timeout_s, c.cell_budget_s, where, c.warmup,
+                   0.0 if c.warmup_s is None else c.warmup_s)
     if isinstance(c.seed, bool) or not isinstance(c.seed, int) or not 0 <= c.seed < 2**63:
         raise RunError(f"{where}--seed {c.seed}: must be an integer in [0, 2**63)")
     unknown = [e for e in redo or [] if e not in c.engines]
@@ -229,7 +238,7 @@ def resume_config(out: Path, known: Mapping[str, RunnableSuite], redo: list[str]
     suites = tuple(known.values()) if c.suite == "all" else (known[c.suite],)
     return RunConfig(
         engines=list(c.engines), data=Path(c.data), out=out, seed=c.seed, suites=suites, suite=c.suite,
-        protocol=Protocol(repetitions=c.repetitions, warmup=c.warmup, timeout_s=c.timeout_s,
+        protocol=Protocol(repetitions=c.repetitions, warmup=c.warmup, warmup_s=warmup_s, timeout_s=c.timeout_s,
                           load_timeout_s=c.load_timeout_s, load_repetitions=c.load_repetitions,
                           cold=c.cold, save_answers=out / "answers" if c.save_answers else None,
                           cell_budget_s=c.cell_budget_s),

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from tickbench import verify
 from tickbench.engines.base import STORAGE_SPLIT, BulkLoad, EngineInfo, Storage, capability
 from tickbench.results import Memory, QueryText, Record, Stats, harness_share_ms
-from tickbench.run.cell import CellContext, Worker, WorkerOp
+from tickbench.run.cell import CellContext, WarmUp, Worker, WorkerOp
 from tickbench.run.environment import drop_page_cache
 from tickbench.run.visibility import wait_settled, wait_visible
 
@@ -69,6 +69,8 @@ class LoadStorageFigures(BaseModel):
     #: A query cell's harness share: its median client time less the median of the engine's own
     #: times (ms), where the engine reports its own (report.cells.transport_bound judges it).
     harness_ms: float | None = None
+    #: A query cell's untimed runs before its timed repetitions (run.cell.WarmUp).
+    warmup_runs: int | None = None
 
 
 def query_text(info: EngineInfo, qid: str) -> QueryText | None:
@@ -152,9 +154,9 @@ class Cells:
     def _query(self, qid: str, query: QueryText | None, mode: str) -> Record:
         proto, call = self.protocol, self.worker.call
         expected = self.ctx.refs[qid]
-        first: dict[str, Any] = {}
-        for _ in range(max(1, proto.warmup)):
-            first = call(proto.timeout_s, op="query", qid=qid, answer=True)
+        warm = WarmUp(proto)
+        first = call(proto.timeout_s, op="query", qid=qid, answer=True)
+        warm.ran()
         answer = verify.normalize(pl.from_arrow(first["answer"]), expected)  # type: ignore[arg-type]
         if proto.save_answers is not None:
             dest = proto.save_answers / self.info.name / f"{qid}.parquet"
@@ -164,6 +166,9 @@ class Cells:
         if not verdict.ok:
             return self.ctx.make(qid, "wrong", verdict.reason, verified=False, query=query, mode=mode,
                                  rows=answer.height)
+        while warm.more():
+            call(proto.timeout_s, op="query", qid=qid, answer=False)
+            warm.ran()
         samples: list[int] = []
         server: list[int] = []
         memories: list[int] = []
@@ -198,7 +203,9 @@ class Cells:
         # The harness share: what the client waited beyond the engine's own time (the result's
         # transport and the client), where the engine reports its own.
         share = harness_share_ms(samples, server)
-        figures = {"harness_ms": share} if share is not None else {}
+        figures: dict[str, Any] = {"warmup_runs": warm.runs}
+        if share is not None:
+            figures["harness_ms"] = share
         return self.ctx.make(qid, "ok", verified=True, mode=mode, cold_note=cold_note, samples_ns=samples,
                              server_samples_ns=server, stats=Stats.of(samples), memory=memory,
                              rows=expected.height, query=query, notes=notes, plan=plan, figures=figures)

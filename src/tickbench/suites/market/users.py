@@ -62,6 +62,9 @@ MIN_REPETITIONS = 20  # timed queries per user at least (a per-user p10 … p90 
 # queue's stalls (10-user spreads of 1.6 and 4.8 in two runs).
 USERS_SECONDS = 5.0
 CEILING_BUDGET_S = 5.0  # the harness's ceiling runs this long at most (it needs a rate, not a full cell)
+#: Each user's untimed queries before the gate: its own client's first query (connection,
+#: prepared plan); the engine itself is warm by then, its query cells having run before.
+USER_WARMUP = 1
 ALONE_REPETITIONS = 3  # each user's query alone: timed this many times after one untimed, the median kept
 
 
@@ -198,8 +201,8 @@ class Users:
         params = self.params(users)
         expected = [self.expected(qid, i, p) for i, p in enumerate(params)]
         budget = proto.cell_budget_s
-        timeout = budget + (proto.warmup + 2) * proto.timeout_s + 120
-        msg = {"op": "market_users", "qid": qid, "warmup": max(1, proto.warmup),
+        timeout = budget + (USER_WARMUP + 2) * proto.timeout_s + 120
+        msg = {"op": "market_users", "qid": qid, "warmup": USER_WARMUP,
                "repetitions": base["repetitions"], "budget_s": budget, "window_s": ctx.opts["users_seconds"]}
         each = [{"user": i, "params": p.as_dict()} for i, p in enumerate(params)]
         # a real answer of each user's query (the reference's rows), for the harness's ceiling

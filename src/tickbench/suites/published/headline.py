@@ -45,7 +45,7 @@ def render(results: Results, command: str, conditions: str) -> str:
         f"Scale {ds.scale:g} (seed {ds.seed}, content hash `{ds.content_hash}`"
         + (f", {rows:,} rows loaded per engine" if rows else "") + f"), run on {results.created[:10]} by "
         f"`{command}`: {env.cpu}, {env.cores} cores, {env.memory_bytes / 2**30:.0f} GiB memory, {env.os}; "
-        f"{conditions}. {results.repetitions} timed repetitions after a warm-up; median client-side "
+        f"{conditions}. {results.protocol_text()}; median client-side "
         "latency, ✔ = the answer matched the reference implementation; ⚠ transport-bound = the client time "
         "exceeds the engine's own (server) time by more than max(20 %, 5 ms), the gap shown"
         + ("; an in-memory reference holds the columns the queries read in RAM, with no storage, W, SE or "

@@ -266,7 +266,7 @@ def run_cmd(
         # before any data is generated or loaded
         check_endpoints(names, suite, picked, cold, endpoints, list(all_suites().values()))
         _check_available([n for n in names if n not in endpoints])
-        check_protocol(repetitions, timeout, load_timeout, cell_budget, "", warmup, warmup_seconds)
+        check_protocol(repetitions, timeout, load_timeout, cell_budget, warmup=warmup, warmup_s=warmup_seconds)
         try:
             options = {s.name: {o.name: o.value(suite_opts[o.name]) if o.name in suite_opts else o.default
                                 for o in s.options} for s in picked}

@@ -225,7 +225,7 @@ def resume_config(out: Path, known: Mapping[str, RunnableSuite], redo: list[str]
     # protocol 1's files record no warm-up seconds: their warm-up was ``warmup`` runs, unbounded
     warmup_s = math.inf if c.warmup_s is None else c.warmup_s
     check_protocol(c.repetitions, c.timeout_s, c.load_timeout_s, c.cell_budget_s, where, warmup=c.warmup,
-                   warmup_s=0.0 if c.warmup_s is None else c.warmup_s)
+                   warmup_s=c.warmup_s or 0.0)
     if isinstance(c.seed, bool) or not isinstance(c.seed, int) or not 0 <= c.seed < 2**63:
         raise RunError(f"{where}--seed {c.seed}: must be an integer in [0, 2**63)")
     unknown = [e for e in redo or [] if e not in c.engines]

@@ -63,7 +63,8 @@ MIN_REPETITIONS = 20  # timed queries per user at least (a per-user p10 … p90 
 USERS_SECONDS = 5.0
 CEILING_BUDGET_S = 5.0  # the harness's ceiling runs this long at most (it needs a rate, not a full cell)
 #: Each user's untimed queries before the gate: its own client's first query (connection,
-#: prepared plan); the engine itself is warm by then, its query cells having run before.
+#: prepared plan). The engine itself is warmed by its query cells, which a run takes before its
+#: users cells (a --resume that starts at the users cells has not run them in this process).
 USER_WARMUP = 1
 ALONE_REPETITIONS = 3  # each user's query alone: timed this many times after one untimed, the median kept
 

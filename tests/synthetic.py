@@ -18,7 +18,7 @@ from tickbench.suites.registry import run_config
 def real_run(data: Path, out: Path, seed: int, repetitions: int = 2) -> Results:
     """A real duckdb run of the published suite on ``data`` (W loaded once per path)."""
     return run(run_config(engines=["duckdb"], data=data, out=out, seed=seed,
-                         protocol=Protocol(repetitions=repetitions, load_repetitions=1)))
+                         protocol=Protocol(warmup=1, repetitions=repetitions, load_repetitions=1)))
 
 
 def scaled(rec: Record, factor: float, engine: str | None = None) -> Record:

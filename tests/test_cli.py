@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from tests.conftest import TINY_HASH
@@ -220,3 +221,34 @@ def test_a_run_records_its_warm_up_and_a_protocol_1_file_resumes_with_one(tiny_d
     assert (cfg.protocol.warmup, cfg.protocol.warmup_s) == (1, math.inf)
     assert settings_of(cfg).warmup_s is None  # written back as protocol 1 recorded it
     assert read_results(out / "results.json").protocol_text() == "1 timed repetitions after a warm-up"
+
+
+def test_the_warm_up_can_come_from_the_environment(tiny_dir: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``TICKBENCH_WARMUP``/``TICKBENCH_WARMUP_SECONDS`` set the options' defaults (CI's short
+    runs), the options beat them, a bad value is refused naming the option, and with neither the
+    protocol's 10 runs and 1 s hold."""
+    from tickbench.results import read_results
+
+    monkeypatch.setenv("TICKBENCH_WARMUP", "2")
+    monkeypatch.setenv("TICKBENCH_WARMUP_SECONDS", "3600")
+    out = tmp_path / "r"
+    code, text = _invoke("run", "--engines", "duckdb", "--data", str(tiny_dir), "--repetitions", "1",
+                         "--out", str(out))
+    assert code == 0, text
+    results = read_results(out / "results.json")
+    assert results.config is not None and (results.config.warmup, results.config.warmup_s) == (2, 3600)
+    queries = [r for r in results.records if r.status == "ok" and r.stats is not None]
+    assert queries and all(r.figures["warmup_runs"] == 2 for r in queries)
+
+    monkeypatch.setenv("TICKBENCH_WARMUP", "two")
+    code, text = _invoke("run", "--engines", "duckdb", "--data", str(tiny_dir), "--out", str(tmp_path / "bad"))
+    assert code == 2 and "Invalid value for '--warmup' (env var: 'TICKBENCH_WARMUP')" in " ".join(text.split()), text
+    assert not (tmp_path / "bad").exists()
+
+    monkeypatch.delenv("TICKBENCH_WARMUP")
+    monkeypatch.delenv("TICKBENCH_WARMUP_SECONDS")
+    run_command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    options = {p.name: p for p in run_command.params}
+    assert (options["warmup"].default, options["warmup"].envvar) == (10, "TICKBENCH_WARMUP")
+    assert (options["warmup_seconds"].default, options["warmup_seconds"].envvar) == (1.0, "TICKBENCH_WARMUP_SECONDS")

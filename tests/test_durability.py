@@ -29,7 +29,7 @@ OPTS = suite_options(durability_seconds=2.0, durability_writers=2)
 
 def _run(tiny: Dataset, out: Path, engine: str) -> Results:
     return run(run_config(engines=[engine], data=tiny.root, out=out, seed=7, suite="durability",
-                         protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
+                         protocol=Protocol(warmup=1, repetitions=1, timeout_s=120, load_timeout_s=300),
                          verify_dataset=False, options=OPTS))
 
 

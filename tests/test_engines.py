@@ -44,7 +44,7 @@ def test_published_suite_verifies(engine: str, tiny: Dataset, tmp_path: Path) ->
     info = engine_infos()[engine]
     out = tmp_path / "run"
     cfg = run_config(engines=[engine], data=tiny.root, out=out, seed=TINY_SEED,
-                    protocol=Protocol(repetitions=2, timeout_s=120, save_answers=out / "answers"))
+                    protocol=Protocol(warmup=1, repetitions=2, timeout_s=120, save_answers=out / "answers"))
     run(cfg)
     results = read_results(out / "results.json")  # also validates the schema
     assert results.dataset.content_hash == tiny.manifest.content_hash

@@ -23,8 +23,9 @@ from tickbench.run.session import WORK_MARK
 
 SCALE = "0.001"
 SEED = "7"
-# the during-ingest cells as short as they go: one rate, one writer, one second
-FAST_INGEST = ("--ingest-rates", "max", "--ingest-writers", "1", "--ingest-seconds", "1")
+# the during-ingest cells as short as they go (one rate, one writer, one second), and the users'
+# windows short: the default user counts are what these runs test, not the users' timings
+FAST_INGEST = ("--ingest-rates", "max", "--ingest-writers", "1", "--ingest-seconds", "1", "--users-seconds", "0.3")
 EMBEDDED = ("embedded", "in-memory")
 
 B_CELLS = {"M-HIBID-D", "M-HIBID-W", "M-HIBID-M", "M-VWAB-D", "M-NBBO", "M-SNAP", "M-VOLCURV", "M-SNAP/users=10",

@@ -140,7 +140,7 @@ def _check_run(engine: str, ds: Dataset, out: Path) -> None:
         pytest.skip(f"{engine} not available here: {avail.reason}")
     info = engine_infos()[engine]
     run(run_config(engines=[engine], data=ds.root, out=out, seed=SEED,
-                  protocol=Protocol(repetitions=1, timeout_s=120, load_repetitions=1)))
+                  protocol=Protocol(warmup=1, repetitions=1, timeout_s=120, load_repetitions=1)))
     results = read_results(out / "results.json")
     by_id = {r.benchmark: r for r in results.records}
     for q in QUERIES:

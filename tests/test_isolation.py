@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 def _cfg(tiny: Dataset, out: Path, **protocol: object) -> RunConfig:
     return run_config(engines=["duckdb"], data=tiny.root, out=out, seed=TINY_SEED,
-                     protocol=Protocol(**{"repetitions": 1, "timeout_s": 20.0, **protocol}))  # type: ignore[arg-type]
+                     protocol=Protocol(warmup=1, **{"repetitions": 1, "timeout_s": 20.0, **protocol}))  # type: ignore[arg-type]
 
 
 def test_hang_crash_and_wrong_answer_stay_in_their_cells(

@@ -22,6 +22,9 @@ from tickbench.datasets.market.reference import REFERENCES, answer
 from tickbench.datasets.market.validate import TRADE_WITHOUT_QUOTES, VENUE_CROSSED
 from tickbench.engines.registry import availability
 
+# the market suite on an import, as short as it runs: these tests judge the import's answers, not
+# the users' or the during-ingest cells' timings (one replay rate, one writer, a second at most)
+QUICK_MARKET = ("--users-seconds", "0.3", "--ingest-rates", "max", "--ingest-writers", "1", "--ingest-seconds", "1")
 DAYS = ["2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05", "2024-01-08"]
 
 
@@ -92,7 +95,8 @@ def test_a_tardis_quotes_and_trades_capture_imports_as_a_market_dataset(market_t
     assert q.group_by("exchange", "sym").agg(ok=(pl.col("seq").diff().drop_nulls() > 0).all())["ok"].all()
     assert {q: answer(q, ds, market_params(ds, 7)).height for q in ("M-NBBO", "M-SNAP", "M-ASOF", "M-LAST")}
     run = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--engines", "duckdb", "--suite", "market",
-                          "--data", str(ds.root), "--repetitions", "1", "--users", "1", "--out", str(tmp_path / "run")],
+                          "--data", str(ds.root), "--repetitions", "1", "--users", "1", *QUICK_MARKET,
+                          "--out", str(tmp_path / "run")],
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-2000:]
     records = json.loads((tmp_path / "run" / "results.json").read_text())["records"]
@@ -145,7 +149,7 @@ def test_the_market_suite_runs_on_a_taq_import_with_every_answer_verified(taq_im
     out = tmp_path / "run"
     done = subprocess.run([sys.executable, "-m", "tickbench.cli", "run", "--engines", engine, "--suite", "market",
                            "--data", str(taq_import.root), "--repetitions", "1", "--users", "1", "--ui-users", "0",
-                           "--out", str(out)],
+                           *QUICK_MARKET, "--out", str(out)],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     records = json.loads((out / "results.json").read_text())["records"]

@@ -68,7 +68,7 @@ def test_market_suite_verifies(engine: str, market_tiny: Dataset, tmp_path: Path
     opts = suite_options(users=(1, 3), ui_users=3, users_seconds=0.3, ingest_rates=(INGEST_RATE,),
                          ingest_writers=(1,), ingest_minutes=INGEST_MINUTES)
     run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
-                   protocol=Protocol(repetitions=2, timeout_s=120, save_answers=out / "answers")))
+                   protocol=Protocol(warmup=1, repetitions=2, timeout_s=120, save_answers=out / "answers")))
     results = read_results(out / "results.json")
     by_id = {r.benchmark: r for r in results.records}
     users = [users_id("M-VWAB-12D", 1), users_id("M-VWAB-12D", 3), users_id("M-SNAP", 3), users_id("M-STATS-UI", 3)]

@@ -43,7 +43,7 @@ def _run_users(engine: str, ds: Dataset, out: Path, users: tuple[int, ...], ui_u
                repetitions: int = 2, users_seconds: float = 0.0) -> dict[str, Record]:
     opts = suite_options(users=users, ui_users=ui_users, users_seconds=users_seconds)
     run(run_config(engines=[engine], data=ds.root, out=out, seed=SEED, suite="market", options=opts,
-                   protocol=Protocol(repetitions=repetitions, timeout_s=120, save_answers=out / "answers")))
+                   protocol=Protocol(warmup=1, repetitions=repetitions, timeout_s=120, save_answers=out / "answers")))
     return {r.benchmark: r for r in read_results(out / "results.json").records}
 
 
@@ -334,7 +334,7 @@ def test_queries_during_ingest_on_the_toy_engine_are_verified(market_tiny: Datas
     opts = suite_options(users=(1,), ui_users=2, ingest_rates=(20_000, None), ingest_writers=(1, 2),
                          ingest_minutes=10.0)
     run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
-                   protocol=Protocol(repetitions=2, timeout_s=120)))
+                   protocol=Protocol(warmup=1, repetitions=2, timeout_s=120)))
     recs = {r.benchmark: r for r in read_results(out / "results.json").records}
     for bench in ("M-SNAP/ingest/rate=20000/writers=1", "M-SNAP/ingest/rate=max/writers=2"):
         rec = recs[bench]
@@ -366,7 +366,7 @@ def test_an_engine_that_writes_a_small_part_of_the_replay_still_queries_during_i
     opts = suite_options(users=(1,), ui_users=2, ingest_rates=(None,), ingest_writers=(1,), ingest_minutes=390.0,
                          ingest_seconds=2.5, ingest_batch=100)
     run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
-                   protocol=Protocol(repetitions=2, timeout_s=120)))
+                   protocol=Protocol(warmup=1, repetitions=2, timeout_s=120)))
     rec = {r.benchmark: r for r in read_results(out / "results.json").records}["M-SNAP/ingest/rate=max/writers=1"]
     assert rec.status == "ok" and rec.verified is True, f"{rec.status} {rec.reason}"
     f = rec.figures
@@ -397,7 +397,7 @@ def test_an_engine_without_a_market_streaming_path_says_so(market_tiny: Dataset,
     out = tmp_path / "run"
     opts = suite_options(users=(1,), ui_users=1, ingest_rates=(None,), ingest_writers=(1,), ingest_seconds=1.0)
     run(run_config(engines=[engine], data=market_tiny.root, out=out, seed=SEED, suite="market", options=opts,
-                   protocol=Protocol(repetitions=1, timeout_s=120)))
+                   protocol=Protocol(warmup=1, repetitions=1, timeout_s=120)))
     rec = next(r for r in read_results(out / "results.json").records if r.benchmark.startswith("M-SNAP/ingest/"))
     assert rec.status == "unsupported" and "no ingest capability" in rec.reason
 

@@ -39,7 +39,7 @@ def _postgres_installed() -> None:
 
 def _run(tiny: Dataset, server_tmp: Path, engines: list[str]) -> Results:
     return run(run_config(engines=engines, data=tiny.root, out=server_tmp / "r", seed=7,
-                         protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
+                         protocol=Protocol(warmup=1, repetitions=1, timeout_s=120, load_timeout_s=300),
                          verify_dataset=False))
 
 

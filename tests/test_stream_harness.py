@@ -70,7 +70,7 @@ def test_stream_cell_marks_client_bound(tiny: Dataset, tmp_path: Path, monkeypat
     monkeypatch.setenv(FAULTS_ENV, f"duckdb:{fault}")
     out = tmp_path / "r"
     run(run_config(engines=["duckdb"], data=tiny.root, out=out, seed=7, suite="stream",
-                  protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300), verify_dataset=False,
+                  protocol=Protocol(warmup=1, repetitions=1, timeout_s=120, load_timeout_s=300), verify_dataset=False,
                   options=suite_options(stream_rates=(None,), stream_writers=(1,), stream_seconds=1.0,
                                         stream_max_batch=4)))
     saved = read_results(out / "results.json")
@@ -98,7 +98,7 @@ def test_engines_stream_on_their_own_path(tiny: Dataset, tmp_path: Path, engine:
         pytest.skip(f"{engine} not available here: {availability(engine).reason}")
     out = tmp_path / "r"
     run(run_config(engines=[engine], data=tiny.root, out=out, seed=7, suite="stream",
-                  protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300), verify_dataset=False,
+                  protocol=Protocol(warmup=1, repetitions=1, timeout_s=120, load_timeout_s=300), verify_dataset=False,
                   options=suite_options(stream_rates=(2000, None), stream_writers=(2,), stream_seconds=1.0)))
     for rec in read_results(out / "results.json").records:
         f = rec.figures

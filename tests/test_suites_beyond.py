@@ -30,7 +30,7 @@ TINY = suite_options(tick_matrix=((2, 500),), tick_reps=2, tick_batch=100, strea
 
 def _run(tiny: Dataset, out: Path, suite: str, opts: dict[str, Any] = TINY) -> Results:
     return run(run_config(engines=["duckdb"], data=tiny.root, out=out, seed=7, suite=suite,
-                         protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
+                         protocol=Protocol(warmup=1, repetitions=1, timeout_s=120, load_timeout_s=300),
                          verify_dataset=False, options=opts))
 
 

@@ -36,7 +36,7 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 def _run(tiny: Dataset, server_tmp: Path, engine: str, suite: str) -> Results:
     return run(run_config(engines=[engine], data=tiny.root, out=server_tmp / suite, seed=7, suite=suite,
-                         protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
+                         protocol=Protocol(warmup=1, repetitions=1, timeout_s=120, load_timeout_s=300),
                          verify_dataset=False, options=SMALL))
 
 

@@ -204,8 +204,10 @@ def run_cmd(
     out: Annotated[Path | None, typer.Option(help="output directory (default results/<time>)")] = None,
     repetitions: Annotated[int, typer.Option(help="timed repetitions per query")] = 10,
     warmup: Annotated[int, typer.Option(
+        envvar="TICKBENCH_WARMUP",
         help="untimed runs of a query before its timed repetitions, at most (the first is verified)")] = 10,
     warmup_seconds: Annotated[float, typer.Option(
+        envvar="TICKBENCH_WARMUP_SECONDS",
         help="the warm-up stops after this many seconds, even short of --warmup runs (at least one runs)")] = 1.0,
     timeout: Annotated[float, typer.Option(help="seconds per query repetition before it is a timeout")] = 300.0,
     load_timeout: Annotated[float, typer.Option(

@@ -187,7 +187,7 @@ def test_suites_beyond_the_paper(tiny: Dataset, tmp_path: Path) -> None:
 
     def records(suite: str):  # type: ignore[no-untyped-def]
         return run(run_config(engines=["datafusion"], data=tiny.root, out=tmp_path / suite, seed=7, suite=suite,
-                              protocol=Protocol(repetitions=1, timeout_s=120, load_timeout_s=300),
+                              protocol=Protocol(warmup=1, repetitions=1, timeout_s=120, load_timeout_s=300),
                               verify_dataset=False, options=opts)).records
 
     for rec in records("concurrency"):

@@ -20,6 +20,11 @@ from tickbench.datasets.market.schema import INSTRUMENTS_PATH, MARKET_SCHEMAS
 
 D = mc.d_day().isoformat()
 
+#: `tickbench run --suite market` options that keep a test's run as short as it goes, for tests
+#: that judge answers and cells, not the users' or the replays' timings: users' windows of
+#: 0.3 s, and one during-ingest cell (rate max, one writer, a second of replay at most).
+QUICK_MARKET = ("--users-seconds", "0.3", "--ingest-rates", "max", "--ingest-writers", "1", "--ingest-seconds", "1")
+
 
 def at(day: str, hms: str, us: int = 0) -> int:
     """ns since the epoch of ``day`` at ``hms`` (UTC) plus ``us`` microseconds."""

@@ -225,9 +225,10 @@ def test_a_run_records_its_warm_up_and_a_protocol_1_file_resumes_with_one(tiny_d
 
 def test_the_warm_up_can_come_from_the_environment(tiny_dir: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """``TICKBENCH_WARMUP``/``TICKBENCH_WARMUP_SECONDS`` set the options' defaults (CI's short
-    runs), the options beat them, a bad value is refused naming the option, and with neither the
-    protocol's 10 runs and 1 s hold."""
+    """``TICKBENCH_WARMUP``/``TICKBENCH_WARMUP_SECONDS`` set the options' defaults (the tests' short
+    runs), a bad value is refused naming the option and the variable, and with neither the
+    protocol's 10 runs and 1 s hold. (The options beat them: the test above gives ``--warmup 3``
+    under the tests' ``TICKBENCH_WARMUP=1``.)"""
     from tickbench.results import read_results
 
     monkeypatch.setenv("TICKBENCH_WARMUP", "2")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tests.market_fixtures import QUICK_MARKET
 from tickbench.cli import app
 from tickbench.datasets.base import open_dataset
 from tickbench.datasets.market.params import MarketParams, market_params, user_params
@@ -23,9 +24,6 @@ from tickbench.run.session import WORK_MARK
 
 SCALE = "0.001"
 SEED = "7"
-# the during-ingest cells as short as they go (one rate, one writer, one second), and the users'
-# windows short: the default user counts are what these runs test, not the users' timings
-FAST_INGEST = ("--ingest-rates", "max", "--ingest-writers", "1", "--ingest-seconds", "1", "--users-seconds", "0.3")
 EMBEDDED = ("embedded", "in-memory")
 
 B_CELLS = {"M-HIBID-D", "M-HIBID-W", "M-HIBID-M", "M-VWAB-D", "M-NBBO", "M-SNAP", "M-VOLCURV", "M-SNAP/users=10",
@@ -76,7 +74,7 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
 
 def _run(engines: str, data: Path, out: Path) -> dict[tuple[str, str], Record]:
     code, text = _cli("run", "--suite", "market", "--engines", engines, "--data", data, "--out", out,
-                      "--repetitions", "1", "--timeout", "300", *FAST_INGEST)
+                      "--repetitions", "1", "--timeout", "300", *QUICK_MARKET)  # the default user counts
     assert code == 0, text
     assert "Traceback" not in text
     assert not (out / "work").exists() and not (out / ".work-root").exists(), sorted(p.name for p in out.iterdir())

@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from tests.market_fixtures import QUICK_MARKET
 from tests.market_import_fixtures import write_taq, write_tardis
 from tickbench.data.dataset import Dataset, DatasetError
 from tickbench.data.importers import ImportFailure
@@ -22,9 +23,6 @@ from tickbench.datasets.market.reference import REFERENCES, answer
 from tickbench.datasets.market.validate import TRADE_WITHOUT_QUOTES, VENUE_CROSSED
 from tickbench.engines.registry import availability
 
-# the market suite on an import, as short as it runs: these tests judge the import's answers, not
-# the users' or the during-ingest cells' timings (one replay rate, one writer, a second at most)
-QUICK_MARKET = ("--users-seconds", "0.3", "--ingest-rates", "max", "--ingest-writers", "1", "--ingest-seconds", "1")
 DAYS = ["2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05", "2024-01-08"]
 
 

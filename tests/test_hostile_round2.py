@@ -257,15 +257,20 @@ def test_generator_workers_die_with_their_parent(tmp_path: Path, command: str, s
             if not _frozen(workers):
                 continue  # the generation ended first: nothing to test in this attempt
             proc.send_signal(sig)
+            # Let them go on: one held before its first step had no death signal yet, and with
+            # its parent gone that step ends it (held, it would keep the output pipes open).
+            for w in workers:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    w.resume()
             _, stderr = proc.communicate(timeout=120)
             left = _left(workers)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
             for w in workers:  # this test's own processes, whatever the outcome
                 if _alive(w):
                     w.kill()
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()  # closes the pipes (left open, they are an unraisable warning later)
         break
     else:
         pytest.fail("in 3 attempts the generation ended before its workers could be held")

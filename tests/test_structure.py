@@ -139,7 +139,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "report": (("tickbench.report",), ("base",)),
     "engines": (("tickbench.engines",), ("data", "base")),
     "data": (("tickbench.data", "tickbench.datasets", "tickbench.rng"), ("base",)),
-    "base": (("tickbench.results", "tickbench.latency", "tickbench.verify"), ()),
+    "base": (("tickbench.results", "tickbench.latency", "tickbench.verify", "tickbench.signals"), ()),
 }
 
 

@@ -26,7 +26,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.status import Status
 from rich.table import Table
 
-from tickbench.data.dataset import DEFAULT_KIND, DatasetError, GenerationStopped, check_scale, check_seed
+from tickbench.data.dataset import (
+    DEFAULT_KIND,
+    DatasetError,
+    GenerationStopped,
+    check_scale,
+    check_seed,
+    forget_stop,
+    raise_if_stopped,
+    request_stop,
+)
 from tickbench.datasets.base import generate, kind, kinds, open_dataset
 from tickbench.datasets.market.calendar import DEFAULT_UNIVERSE
 from tickbench.engines.base import Engine, EngineConfigError, EngineUnavailable, kind_of
@@ -48,6 +57,7 @@ from tickbench.run.session import (
     disk_shortfall,
     run,
 )
+from tickbench.signals import unprinted_when_lost
 from tickbench.suites.base import OptionError
 from tickbench.suites.registry import V1, chosen, read_results, resume_config, suite_names
 from tickbench.suites.registry import suites as all_suites
@@ -500,15 +510,20 @@ class _Signalled(KeyboardInterrupt):
 
 @contextmanager
 def _stopped_by_signals() -> Iterator[None]:
+    # Recorded as well as raised: a raise that lands in a weakref callback or a __del__ is lost
+    # (tickbench.signals), and then the import's next progress report or its publishing step stops it.
     def stop(signum: int, _frame: object) -> None:
+        request_stop(signal.Signals(signum).name)
         raise _Signalled(signal.Signals(signum).name)
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        with unprinted_when_lost(_Signalled):
+            yield
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        forget_stop()
 
 
 @app.command("import")
@@ -534,13 +549,14 @@ def import_cmd(
             task = bar.add_task("importing", total=None)
 
             def progress(name: str, done: int, total: int) -> None:
+                raise_if_stopped()
                 bar.update(task, description=name, completed=done, total=total)
 
             result = import_dataset(fmt, paths, out, policy=policy, sample=sample, memory_limit_mb=memory_limit,
                                     clock=clock, trade_ids=trade_ids, progress=progress)
     except DatasetError as exc:
         raise fail(str(exc)) from None
-    except KeyboardInterrupt as stop:  # the staging directory is gone by now (import_dataset's finally)
+    except (KeyboardInterrupt, GenerationStopped) as stop:  # its staging directory is gone (import_dataset's finally)
         err.print(f"interrupted by {getattr(stop, 'signame', 'SIGINT')}: the import into {out} was stopped and "
                   "nothing was kept; run it again", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(130) from None

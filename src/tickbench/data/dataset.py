@@ -49,6 +49,7 @@ import pyarrow.parquet as pq
 from tickbench import __version__
 from tickbench.data.cluster import ClusterError, cluster_map
 from tickbench.data.locks import LockBusy, LockRefused, exclusive
+from tickbench.signals import unprinted_when_lost
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -612,6 +613,36 @@ _STOP: list[str] = []
 _POOL_PIDS: list[set[int]] = []
 
 
+def request_stop(signame: str) -> None:
+    """Record that ``signame`` asked the generation or import under way to stop (the first
+    request counts); :func:`raise_if_stopped` then refuses to publish its dataset."""
+    if not _STOP:
+        _STOP.append(signame)
+
+
+def forget_stop() -> None:
+    """Forget the stop request (the generation or import it was for has ended)."""
+    _STOP.clear()
+
+
+def raise_if_stopped() -> None:
+    """Raise :class:`GenerationStopped` if a stop was requested. A signal handler's own exception
+    can be lost: raised while a weakref callback or a ``__del__`` runs, Python prints it and goes
+    on. So the work asks again before each step it cannot take back."""
+    if _STOP:
+        raise GenerationStopped(_STOP[0])
+
+
+def publish_stage(stage: Path, out: Path) -> None:
+    """Move the complete dataset in ``stage`` (its manifest written) into ``out``, which is absent
+    or an empty directory; a stop requested by then keeps nothing instead."""
+    raise_if_stopped()
+    (stage / STAGE_OWNER).unlink()  # not part of the dataset
+    if out.exists():
+        out.rmdir()
+    os.replace(stage, out)
+
+
 @contextlib.contextmanager
 def stopping_on_signals() -> Iterator[None]:
     """While the block runs (in the main thread), SIGTERM and SIGHUP stop the generation, so that
@@ -627,18 +658,19 @@ def stopping_on_signals() -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
         if _STOP:
             return
-        _STOP.append(signal.Signals(signum).name)
+        request_stop(signal.Signals(signum).name)
         if not _POOL_PIDS:
             raise GenerationStopped(_STOP[0])
         _kill_workers(_POOL_PIDS[-1])
 
     before = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        yield
+        with unprinted_when_lost(GenerationStopped):  # a lost raise: publish_stage's check stops it
+            yield
     finally:
         for sig, old in before.items():
             signal.signal(sig, old)
-        _STOP.clear()
+        forget_stop()
 
 
 def _kill_workers(before: set[int]) -> list[int]:

@@ -34,7 +34,6 @@ from tickbench.data.cluster import ClusterError, check_address
 from tickbench.data.dataset import (
     DEFAULT_KIND,
     MANIFEST,
-    STAGE_OWNER,
     ContentCheck,
     Dataset,
     DatasetError,
@@ -45,6 +44,7 @@ from tickbench.data.dataset import (
     check_seed,
     claim_stage,
     dataset_lock,
+    publish_stage,
     remove_abandoned_stages,
     shown,
     stopping_on_signals,
@@ -371,10 +371,7 @@ def _generate_locked(out: Path, scale: float, seed: int, symbols: int, jobs: int
     claim_stage(stage)
     try:
         manifest = k.generate_into(stage, scale, seed, symbols, universe, jobs, progress, cluster)
-        (stage / STAGE_OWNER).unlink()  # not part of the dataset
-        if out.exists():
-            out.rmdir()
-        os.replace(stage, out)
+        publish_stage(stage, out)
         return manifest
     except OSError as exc:
         if exc.errno == errno.ENOSPC:

@@ -33,6 +33,7 @@ from tickbench.results import DatasetInfo, Record, Results, RunSettings, V1Names
 from tickbench.run import engine_process, environment
 from tickbench.run.cell import CellContext, Options, PhaseClock, Protocol, RunnableSuite, free_bytes
 from tickbench.run.memory import own_peak_rss
+from tickbench.signals import unprinted_when_lost
 
 
 def options_json(options: dict[str, Options]) -> dict[str, dict[str, Any]]:
@@ -274,6 +275,15 @@ class RunInterrupted(BaseException):
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_INTERRUPTED: list[str] = []  # the signal stopping the run under way, if one is
+
+
+def raise_if_interrupted() -> None:
+    """Raise :class:`RunInterrupted` if a signal is stopping the run. The handler's own raise is
+    lost when it lands in a weakref callback or a ``__del__`` (Python prints it and goes on); the
+    next cell's record then stops the run instead of being kept."""
+    if _INTERRUPTED:
+        raise RunInterrupted(_INTERRUPTED[0])
 
 
 @contextlib.contextmanager
@@ -284,21 +294,22 @@ def stopping_on_signals() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    raised: list[str] = []
 
     def handler(signum: int, frame: object) -> None:
-        if raised:
+        if _INTERRUPTED:
             return
-        raised.append(signal.Signals(signum).name)
+        _INTERRUPTED.append(signal.Signals(signum).name)
         engine_process.stop_all()
-        raise RunInterrupted(raised[0])
+        raise RunInterrupted(_INTERRUPTED[0])
 
     before = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     try:
-        yield
+        with unprinted_when_lost(RunInterrupted):  # a lost raise: the next record stops the run
+            yield
     finally:
         for sig, old in before.items():
             signal.signal(sig, old)
+        _INTERRUPTED.clear()
         engine_process.resume_normal()
 
 
@@ -443,6 +454,8 @@ def _run(cfg: RunConfig, ds: Dataset, params: RunParams, progress: Progress | No
         def on_record(rec: Record, name: str = name, total: int = len(cells), clock: PhaseClock = clock,
                       recorded: set[str] = recorded, workdir: Path = workdir) -> None:
             nonlocal done
+            if rec.status != "interrupted":  # those are what a stopped run records
+                raise_if_interrupted()
             clock.lap(rec.benchmark)
             results.records.append(rec)
             recorded.add(rec.benchmark)

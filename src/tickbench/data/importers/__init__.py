@@ -13,7 +13,6 @@ when complete (:func:`finish_stage`), as ``generate`` does.
 from __future__ import annotations
 
 import errno
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -25,11 +24,11 @@ import polars as pl
 import pyarrow as pa
 
 from tickbench.data.dataset import (
-    STAGE_OWNER,
     DatasetError,
     Manifest,
     claim_stage,
     dataset_lock,
+    publish_stage,
     remove_abandoned_stages,
 )
 from tickbench.data.derive import derive_params
@@ -88,10 +87,7 @@ def coalesce(chunks: Iterator[Chunk], target_bytes: int) -> Iterator[Chunk]:
 def finish_stage(stage: Path, out: Path, manifest: Manifest) -> None:
     """The complete dataset in ``stage``: its manifest written last, then renamed into ``out``."""
     (stage / "manifest.json").write_text(manifest.to_json())
-    (stage / STAGE_OWNER).unlink()  # not part of the dataset
-    if out.exists():
-        out.rmdir()
-    os.replace(stage, out)
+    publish_stage(stage, out)
 
 
 def produced_kind(fmt: str, paths: list[Path]) -> str:

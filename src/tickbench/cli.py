@@ -513,8 +513,9 @@ def _stopped_by_signals() -> Iterator[None]:
     # Recorded as well as raised: a raise that lands in a weakref callback or a __del__ is lost
     # (tickbench.signals), and then the import's next progress report or its publishing step stops it.
     def stop(signum: int, _frame: object) -> None:
-        request_stop(signal.Signals(signum).name)
-        raise _Signalled(signal.Signals(signum).name)
+        signame = signal.Signals(signum).name
+        request_stop(signame)
+        raise _Signalled(signame)
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -607,8 +607,9 @@ class GenerationStopped(BaseException):
         self.signame = signame
 
 
-# While a generation runs in the main thread: the stop signal received (if any), and how to kill
-# the worker pool under way (its pids), so that the handler never raises inside the pool's code.
+# While a generation or an import runs in the main thread: the stop signal received (if any), and
+# how to kill the generation's worker pool under way (its pids), so that the handler never raises
+# inside the pool's code.
 _STOP: list[str] = []
 _POOL_PIDS: list[set[int]] = []
 
